@@ -1,0 +1,62 @@
+"""Errors raised for user programs, formatted like Python's own tracebacks."""
+import linecache
+
+
+class SourceLocation:
+    __slots__ = ('filename', 'lineno', 'col', 'end_col', 'function')
+
+    def __init__(self, filename, lineno, col=0, end_col=None, function='<kernel>'):
+        self.filename, self.lineno, self.col = filename, lineno, col
+        self.end_col, self.function = end_col, function
+
+    def __str__(self):
+        return f'{self.filename}:{self.lineno}'
+
+    def render(self):
+        """`File "...", line N, in f` plus the source line and a caret."""
+        text = f'  File "{self.filename}", line {self.lineno}, in {self.function}'
+        line = linecache.getline(self.filename, self.lineno)
+        if line:
+            stripped = line.lstrip()
+            indent = len(line) - len(stripped)
+            text += '\n    ' + stripped.rstrip()
+            start = max(self.col - indent, 0)
+            end = self.end_col - indent if self.end_col and self.end_col > self.col else start + 1
+            text += '\n    ' + ' ' * start + '^' * max(end - start, 1)
+        return text
+
+
+class TaichiCompilationError(Exception):
+    """A kernel could not be compiled; the message points at the user's line."""
+
+    def __init__(self, message, location=None):
+        self.message, self.location = message, location
+        super().__init__(self._format())
+
+    def _format(self):
+        if self.location is None:
+            return self.message
+        return f'\n{self.location.render()}\n{type(self).__name__}: {self.message}'
+
+
+class TaichiSyntaxError(TaichiCompilationError, SyntaxError):
+    """Python that the kernel language does not support."""
+
+    def __str__(self):
+        return self._format()
+
+
+class TaichiNameError(TaichiCompilationError, NameError):
+    pass
+
+
+class TaichiTypeError(TaichiCompilationError, TypeError):
+    pass
+
+
+class TaichiRuntimeError(RuntimeError):
+    pass
+
+
+class TaichiIndexError(IndexError):
+    """An out-of-range field index caught in debug mode."""

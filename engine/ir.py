@@ -1,0 +1,176 @@
+"""The intermediate representation: typed scalar statements in structured blocks.
+
+A kernel is a Block. Value-producing statements (arithmetic, loads, constants)
+are used directly as operands by later statements; mutable locals are `alloca`
+statements read with `local_load` and written with `local_store`. Control flow
+is structured: `if`, `for` (parallel or serial), `while` (exits by `break`),
+each owning its blocks in `attrs`. Vectors and matrices never reach the IR: the
+frontend scalarizes them.
+"""
+import itertools
+
+_ids = itertools.count()
+
+# Statements that produce no value.
+EFFECT_OPS = frozenset({'local_store', 'global_store', 'if', 'for', 'while',
+                        'break', 'continue', 'return', 'assert_fail'})
+# Statements that own nested blocks, and the attrs they live in.
+BLOCK_ATTRS = {'if': ('then', 'else'), 'for': ('body',), 'while': ('body',)}
+
+
+class Stmt:
+    """One IR statement. `args` are other statements; `attrs` hold the rest."""
+    __slots__ = ('op', 'args', 'dtype', 'attrs', 'loc', 'id')
+
+    def __init__(self, op, args=(), dtype=None, loc=None, **attrs):
+        self.op = op
+        self.args = list(args)
+        self.dtype = dtype
+        self.attrs = attrs
+        self.loc = loc
+        self.id = next(_ids)
+
+    __hash__ = object.__hash__
+
+    def blocks(self):
+        return [self.attrs[name] for name in BLOCK_ATTRS.get(self.op, ())]
+
+    def __repr__(self):
+        return f'%{self.id}'
+
+
+class Block:
+    __slots__ = ('stmts',)
+
+    def __init__(self, stmts=None):
+        self.stmts = stmts if stmts is not None else []
+
+    def __iter__(self):
+        return iter(self.stmts)
+
+    def __len__(self):
+        return len(self.stmts)
+
+
+def walk(block):
+    """Every statement of a block and its nested blocks, in program order."""
+    for stmt in block.stmts:
+        yield stmt
+        for inner in stmt.blocks():
+            yield from walk(inner)
+
+
+class Builder:
+    """Appends statements to the innermost open block."""
+
+    def __init__(self):
+        self.root = Block()
+        self._stack = [self.root]
+        self.loc = None
+
+    @property
+    def block(self):
+        return self._stack[-1]
+
+    def emit(self, op, args=(), dtype=None, cls=Stmt, **attrs):
+        stmt = cls(op, args, dtype, self.loc, **attrs)
+        self.block.stmts.append(stmt)
+        return stmt
+
+    def insert_at_entry(self, stmt):
+        """Allocas go first in the kernel so that every use is dominated."""
+        self.root.stmts.insert(0, stmt)
+        return stmt
+
+    def open(self, block):
+        return _OpenBlock(self, block)
+
+
+class _OpenBlock:
+    def __init__(self, builder, block):
+        self.builder, self.target = builder, block
+
+    def __enter__(self):
+        self.builder._stack.append(self.target)
+        return self.target
+
+    def __exit__(self, *exc):
+        self.builder._stack.pop()
+
+
+_builders = []
+
+
+def current_builder():
+    if not _builders:
+        return None
+    return _builders[-1]
+
+
+class building:
+    """`with building(builder):` makes `builder` the target of emitted IR."""
+
+    def __init__(self, builder):
+        self.builder = builder
+
+    def __enter__(self):
+        _builders.append(self.builder)
+        return self.builder
+
+    def __exit__(self, *exc):
+        _builders.pop()
+
+
+# ----------------------------------------------------------------------------
+# Printing and verification
+
+def _fmt_attr(value):
+    name = getattr(value, 'name', None)
+    return name if isinstance(name, str) else repr(value)
+
+
+def format_block(block, indent=0):
+    lines = []
+    pad = '  ' * indent
+    for s in block.stmts:
+        args = ', '.join(repr(a) for a in s.args)
+        attrs = ' '.join(f'{k}={_fmt_attr(v)}' for k, v in s.attrs.items()
+                         if k not in BLOCK_ATTRS.get(s.op, ()))
+        head = f'{s!r} = ' if s.op not in EFFECT_OPS else ''
+        dtype = f' : {s.dtype}' if s.dtype is not None else ''
+        lines.append(f'{pad}{head}{s.op}({args}){" " + attrs if attrs else ""}{dtype}')
+        for name in BLOCK_ATTRS.get(s.op, ()):
+            lines.append(f'{pad}  {name}:')
+            lines.append(format_block(s.attrs[name], indent + 2))
+    return '\n'.join(line for line in lines if line)
+
+
+class VerifyError(Exception):
+    pass
+
+
+def verify(block):
+    """Check that every operand is defined before use in an enclosing scope."""
+    _verify(block, set(), in_loop=False)
+
+
+def _verify(block, visible, in_loop):
+    visible = set(visible)
+    for s in block.stmts:
+        for a in s.args:
+            if not isinstance(a, Stmt):
+                raise VerifyError(f'{s!r} ({s.op}) has a non-statement operand {a!r}')
+            if a.id not in visible:
+                raise VerifyError(f'{s!r} ({s.op}) uses {a!r} ({a.op}) before its definition')
+        if s.op in ('break', 'continue') and not in_loop:
+            raise VerifyError(f'{s.op} outside a loop')
+        if s.op == 'for':
+            inner = visible | {s.attrs['index'].id}
+            _verify(s.attrs['body'], inner, True)
+        elif s.op == 'while':
+            _verify(s.attrs['body'], visible, True)
+        elif s.op == 'if':
+            for b in s.blocks():
+                _verify(b, visible, in_loop)
+        if s.op not in EFFECT_OPS:
+            visible.add(s.id)

@@ -1,0 +1,75 @@
+"""LLVM target machine and in-process loading of compiled object code.
+
+One execution engine per process: kernel modules are optimized at O3 for the
+host CPU, emitted as object code (what the disk cache will store) and loaded
+into the engine; runtime functions are exported under global symbol names so
+that later modules can call them.
+"""
+import ctypes
+
+import llvmlite.binding as llvm
+
+llvm.initialize_native_target()
+llvm.initialize_native_asmprinter()
+
+_target_machine = None
+_engine = None
+
+
+def target_machine():
+    global _target_machine
+    if _target_machine is None:
+        target = llvm.Target.from_default_triple()
+        _target_machine = target.create_target_machine(
+            cpu=llvm.get_host_cpu_name(),
+            features=llvm.get_host_cpu_features().flatten(),
+            opt=3, reloc='pic', codemodel='jitdefault')
+    return _target_machine
+
+
+def host_description():
+    """What, besides the source, determines the object code (for cache keys)."""
+    return f'{llvm.get_process_triple()}|{llvm.get_host_cpu_name()}|{llvm.llvm_version_info}'
+
+
+def _execution_engine():
+    global _engine
+    if _engine is None:
+        _engine = llvm.create_mcjit_compiler(llvm.parse_assembly(''), target_machine())
+    return _engine
+
+
+def compile_ir(llvm_ir: str) -> bytes:
+    """Verify, optimize at O3 and emit object code for one module of LLVM IR."""
+    module = llvm.parse_assembly(llvm_ir)
+    module.verify()
+    tm = target_machine()
+    builder = llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(speed_level=3))
+    builder.getModulePassManager().run(module, builder)
+    return tm.emit_object(module)
+
+
+def optimized_ir(llvm_ir: str) -> str:
+    """The module after O3, for inspection and tests."""
+    module = llvm.parse_assembly(llvm_ir)
+    tm = target_machine()
+    builder = llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(speed_level=3))
+    builder.getModulePassManager().run(module, builder)
+    return str(module)
+
+
+def load_object(obj: bytes, symbols):
+    """Load object code and return {symbol: address} for the requested symbols."""
+    engine = _execution_engine()
+    engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
+    engine.finalize_object()
+    return {name: engine.get_function_address(name) for name in symbols}
+
+
+def export_symbol(name: str, address: int):
+    """Make a loaded function callable by name from modules compiled later."""
+    llvm.add_symbol(name, address)
+
+
+def cfunc(address: int, restype, *argtypes):
+    return ctypes.CFUNCTYPE(restype, *argtypes)(address)

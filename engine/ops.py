@@ -1,0 +1,432 @@
+"""The op table: one entry per scalar primitive.
+
+Each entry holds the op's type rule, its LLVM lowering, its Python evaluation
+(for constant folding and Python-scope math) and its derivative rule. A
+derivative rule returns the partial derivatives d(out)/d(arg_i), built from
+the op's operands and result with ordinary arithmetic on IR values; reverse
+mode multiplies them by the adjoint, forward mode by the tangents, so one rule
+serves both. `None` means the operand carries no gradient.
+"""
+import builtins
+import math as pymath
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+from llvmlite import ir as llir
+
+from . import types as T
+from .errors import TaichiSyntaxError, TaichiTypeError
+from .ir import Stmt, current_builder
+
+
+@dataclass(frozen=True)
+class OpDef:
+    name: str
+    arity: int
+    type_rule: str              # 'same', 'float', 'bool', 'int'
+    lower: Callable             # (b, args, in_dtype, out_dtype) -> llvm value
+    py: Optional[Callable]      # Python evaluation, or None
+    partials: Optional[Callable] = None   # (args, out) -> [d out/d arg_i or None]
+
+
+OPS = {}
+
+
+def _def(name, arity, type_rule, lower, py=None, partials=None):
+    OPS[name] = OpDef(name, arity, type_rule, lower, py, partials)
+
+
+# ----------------------------------------------------------------------------
+# IR values with Python operators
+
+class Value(Stmt):
+    """A value-producing statement; Python operators on it emit IR."""
+    __slots__ = ()
+    __array_priority__ = 1000
+
+    def __add__(self, o): return binary('add', self, o)
+    def __radd__(self, o): return binary('add', o, self)
+    def __sub__(self, o): return binary('sub', self, o)
+    def __rsub__(self, o): return binary('sub', o, self)
+    def __mul__(self, o): return binary('mul', self, o)
+    def __rmul__(self, o): return binary('mul', o, self)
+    def __truediv__(self, o): return binary('truediv', self, o)
+    def __rtruediv__(self, o): return binary('truediv', o, self)
+    def __floordiv__(self, o): return binary('floordiv', self, o)
+    def __rfloordiv__(self, o): return binary('floordiv', o, self)
+    def __mod__(self, o): return binary('mod', self, o)
+    def __rmod__(self, o): return binary('mod', o, self)
+    def __pow__(self, o): return power(self, o)
+    def __rpow__(self, o): return power(o, self)
+    def __and__(self, o): return binary('bit_and', self, o)
+    def __rand__(self, o): return binary('bit_and', o, self)
+    def __or__(self, o): return binary('bit_or', self, o)
+    def __ror__(self, o): return binary('bit_or', o, self)
+    def __xor__(self, o): return binary('bit_xor', self, o)
+    def __rxor__(self, o): return binary('bit_xor', o, self)
+    def __lshift__(self, o): return binary('shl', self, o)
+    def __rshift__(self, o): return binary('shr', self, o)
+    def __lt__(self, o): return binary('lt', self, o)
+    def __le__(self, o): return binary('le', self, o)
+    def __gt__(self, o): return binary('gt', self, o)
+    def __ge__(self, o): return binary('ge', self, o)
+    def __eq__(self, o): return binary('eq', self, o)
+    def __ne__(self, o): return binary('ne', self, o)
+    def __neg__(self): return unary('neg', self)
+    def __pos__(self): return self
+    def __abs__(self): return unary('abs', self)
+    def __invert__(self): return unary('bit_not', self)
+    __hash__ = Stmt.__hash__
+
+    def __bool__(self):
+        raise TaichiSyntaxError(
+            'a value computed at run time cannot be used where Python needs a '
+            'compile-time bool; use an `if` statement in the kernel or ti.select')
+
+    def __index__(self):
+        raise TaichiSyntaxError('a value computed at run time cannot be used as a Python index')
+
+
+def is_value(x):
+    return isinstance(x, Stmt)
+
+
+def is_number(x):
+    import numpy as np
+    return isinstance(x, (int, float, bool, np.integer, np.floating, np.bool_))
+
+
+def emit(op, args, dtype, **attrs):
+    builder = current_builder()
+    if builder is None:
+        raise TaichiSyntaxError(f'`{op}` on kernel values outside of a kernel')
+    return builder.emit(op, args, dtype, cls=Value, **attrs)
+
+
+def const(value, dtype):
+    if dtype.is_float:
+        value = float(value)
+    else:
+        value = int(value)
+    return emit('const', (), dtype, value=value)
+
+
+def dtype_of(x, partner=None):
+    """The type of a value; a literal adapts to a typed partner (Taichi's rule)."""
+    if is_value(x):
+        return x.dtype
+    own = T.python_scalar_type(x)
+    if partner is not None and is_value(partner):
+        if partner.dtype.is_float:
+            return partner.dtype
+        return T.defaults.fp if own.is_float else partner.dtype
+    return own
+
+
+def as_value(x, dtype):
+    """Turn x into an IR value of exactly `dtype`."""
+    if is_value(x):
+        return cast(x, dtype) if x.dtype is not dtype else x
+    if not is_number(x):
+        raise TaichiTypeError(f'expected a number or a kernel value, got {type(x).__name__}')
+    return const(x, dtype)
+
+
+def cast(x, dtype):
+    if not is_value(x):
+        if not is_number(x):
+            raise TaichiTypeError(f'cannot cast {type(x).__name__} to {dtype}')
+        return float(x) if dtype.is_float else int(x)
+    if x.dtype is dtype:
+        return x
+    return emit('cast', [x], dtype)
+
+
+# ----------------------------------------------------------------------------
+# Building ops with Taichi's type rules
+
+def _operand_type(name, ta, tb):
+    op = OPS[name]
+    t = T.promote(ta, tb)
+    if op.type_rule == 'float' and not t.is_float:
+        return T.defaults.fp
+    if op.type_rule == 'int' and t.is_float:
+        raise TaichiTypeError(f'`{name}` needs integer operands, got {ta} and {tb}')
+    return t
+
+
+def binary(name, a, b):
+    if not is_value(a) and not is_value(b):
+        return OPS[name].py(a, b)
+    if not (is_value(a) or is_number(a)) or not (is_value(b) or is_number(b)):
+        return NotImplemented
+    if name in ('logical_and', 'logical_or'):
+        return emit(name, [truth(a), truth(b)], T.i32)
+    t = _operand_type(name, dtype_of(a, b), dtype_of(b, a))
+    out = T.i32 if OPS[name].type_rule == 'bool' else t
+    return emit(name, [as_value(a, t), as_value(b, t)], out)
+
+
+def unary(name, a):
+    if not is_value(a):
+        return OPS[name].py(a)
+    t = a.dtype
+    if OPS[name].type_rule == 'float' and not t.is_float:
+        t = T.defaults.fp
+    if OPS[name].type_rule == 'int' and t.is_float:
+        raise TaichiTypeError(f'`{name}` needs an integer operand, got {t}')
+    out = T.i32 if OPS[name].type_rule == 'bool' else t
+    return emit(name, [as_value(a, t)], out)
+
+
+def truth(c):
+    """A condition as an i32 that is 0 or 1."""
+    if not is_value(c):
+        return 1 if c else 0
+    if c.op in ('lt', 'le', 'gt', 'ge', 'eq', 'ne', 'logical_and', 'logical_or', 'logical_not'):
+        return c
+    return binary('ne', c, 0)
+
+
+def select(cond, a, b):
+    if not is_value(cond):
+        return a if cond else b
+    if not is_value(a) and not is_value(b):
+        t = T.promote(dtype_of(a), dtype_of(b))
+    else:
+        t = T.promote(dtype_of(a, b), dtype_of(b, a))
+    return emit('select', [truth(cond), as_value(a, t), as_value(b, t)], t)
+
+
+def power(a, b):
+    """x ** n with a small integer literal n is unrolled into multiplications."""
+    if not is_value(a) and not is_value(b):
+        return a ** b
+    if is_value(a) and isinstance(b, int) and not isinstance(b, bool) and 0 <= b <= 4:
+        if b == 0:
+            return const(1, a.dtype)
+        result = a
+        for _ in range(b - 1):
+            result = binary('mul', result, a)
+        return result
+    if is_value(a) and isinstance(b, int) and -4 <= b < 0:
+        t = a.dtype if a.dtype.is_float else T.defaults.fp
+        return binary('truediv', 1.0 if t.is_float else 1, power(as_value(a, t), -b))
+    return binary('pow', a, b)
+
+
+# ----------------------------------------------------------------------------
+# Lowering helpers
+
+def _intrinsic(b, name, ty, args):
+    full = f'llvm.{name}.{"f32" if isinstance(ty, llir.FloatType) else "f64"}'
+    fn = b.module.globals.get(full)
+    if fn is None:
+        fn = llir.Function(b.module, llir.FunctionType(ty, [ty] * len(args)), name=full)
+    return b.call(fn, args)
+
+
+def _math(name):
+    return lambda b, a, ti, to: _intrinsic(b, name, to.llvm, a)
+
+
+def _arith(fop, sop, uop=None):
+    def lower(b, a, ti, to):
+        if to.is_float:
+            return getattr(b, fop)(*a)
+        return getattr(b, sop if to.signed else (uop or sop))(*a)
+    return lower
+
+
+def _safe_divisor(b, d):
+    """Integer division by zero must not trap the process: divide by 1 instead."""
+    zero = llir.Constant(d.type, 0)
+    return b.select(b.icmp_signed('==', d, zero), llir.Constant(d.type, 1), d)
+
+
+def _lower_floordiv(b, a, ti, to):
+    x, y = a
+    if to.is_float:
+        return _intrinsic(b, 'floor', to.llvm, [b.fdiv(x, y)])
+    y = _safe_divisor(b, y)
+    if not to.signed:
+        return b.udiv(x, y)
+    q, r = b.sdiv(x, y), b.srem(x, y)
+    zero = llir.Constant(to.llvm, 0)
+    adjust = b.and_(b.icmp_signed('!=', r, zero),
+                    b.icmp_signed('!=', b.icmp_signed('<', r, zero), b.icmp_signed('<', y, zero)))
+    return b.sub(q, b.zext(adjust, to.llvm))
+
+
+def _lower_mod(b, a, ti, to):
+    x, y = a
+    if to.is_float:
+        q = _intrinsic(b, 'floor', to.llvm, [b.fdiv(x, y)])
+        return b.fsub(x, b.fmul(q, y))
+    y = _safe_divisor(b, y)
+    if not to.signed:
+        return b.urem(x, y)
+    r = b.srem(x, y)
+    zero = llir.Constant(to.llvm, 0)
+    adjust = b.and_(b.icmp_signed('!=', r, zero),
+                    b.icmp_signed('!=', b.icmp_signed('<', r, zero), b.icmp_signed('<', y, zero)))
+    return b.select(adjust, b.add(r, y), r)
+
+
+def _lower_pow(b, a, ti, to):
+    if to.is_float:
+        return _intrinsic(b, 'pow', to.llvm, a)
+    f64 = llir.DoubleType()
+    conv = b.sitofp if to.signed else b.uitofp
+    r = _intrinsic(b, 'pow', f64, [conv(a[0], f64), conv(a[1], f64)])
+    return b.fptosi(r, to.llvm) if to.signed else b.fptoui(r, to.llvm)
+
+
+_FCMP = {'lt': '<', 'le': '<=', 'gt': '>', 'ge': '>=', 'eq': '==', 'ne': '!='}
+
+
+def _cmp(name):
+    def lower(b, a, ti, to):
+        if ti.is_float:
+            bit = (b.fcmp_unordered if name == 'ne' else b.fcmp_ordered)(_FCMP[name], *a)
+        elif ti.signed:
+            bit = b.icmp_signed(_FCMP[name], *a)
+        else:
+            bit = b.icmp_unsigned(_FCMP[name], *a)
+        return b.zext(bit, to.llvm)
+    return lower
+
+
+def _minmax(name):
+    def lower(b, a, ti, to):
+        x, y = a
+        if to.is_float:
+            less = b.fcmp_ordered('<', x, y)
+        else:
+            less = (b.icmp_signed if to.signed else b.icmp_unsigned)('<', x, y)
+        return b.select(less, x, y) if name == 'min' else b.select(less, y, x)
+    return lower
+
+
+def _lower_abs(b, a, ti, to):
+    if to.is_float:
+        return _intrinsic(b, 'fabs', to.llvm, a)
+    if not to.signed:
+        return a[0]
+    neg = b.icmp_signed('<', a[0], llir.Constant(to.llvm, 0))
+    return b.select(neg, b.neg(a[0]), a[0])
+
+
+def _lower_neg(b, a, ti, to):
+    return b.fneg(a[0]) if to.is_float else b.neg(a[0])
+
+
+def _lower_rsqrt(b, a, ti, to):
+    return b.fdiv(llir.Constant(to.llvm, 1.0), _intrinsic(b, 'sqrt', to.llvm, a))
+
+
+def _logical(fn):
+    def lower(b, a, ti, to):
+        bits = [b.icmp_signed('!=', x, llir.Constant(x.type, 0)) for x in a]
+        return b.zext(fn(b, *bits), to.llvm)
+    return lower
+
+
+def lower_cast(b, x, src, dst):
+    if src is dst:
+        return x
+    if src.is_float and dst.is_float:
+        return b.fpext(x, dst.llvm) if dst.bits > src.bits else b.fptrunc(x, dst.llvm)
+    if src.is_float:
+        return b.fptosi(x, dst.llvm) if dst.signed else b.fptoui(x, dst.llvm)
+    if dst.is_float:
+        return b.sitofp(x, dst.llvm) if src.signed else b.uitofp(x, dst.llvm)
+    if dst.bits > src.bits:
+        return b.sext(x, dst.llvm) if src.signed else b.zext(x, dst.llvm)
+    if dst.bits < src.bits:
+        return b.trunc(x, dst.llvm)
+    return x
+
+
+def _py_floordiv(a, b):
+    return a // b
+
+
+def _py_cmp(fn):
+    return lambda a, b: int(fn(a, b))
+
+
+def _sign(x):
+    return select(x > 0, 1.0, select(x < 0, -1.0, 0.0))
+
+
+# ----------------------------------------------------------------------------
+# The table. Partials are written with the same arithmetic users write.
+
+_def('add', 2, 'same', _arith('fadd', 'add'), lambda a, b: a + b,
+     lambda a, out: [1.0, 1.0])
+_def('sub', 2, 'same', _arith('fsub', 'sub'), lambda a, b: a - b,
+     lambda a, out: [1.0, -1.0])
+_def('mul', 2, 'same', _arith('fmul', 'mul'), lambda a, b: a * b,
+     lambda a, out: [a[1], a[0]])
+_def('truediv', 2, 'float', _arith('fdiv', 'sdiv', 'udiv'), lambda a, b: a / b,
+     lambda a, out: [1.0 / a[1], -out / a[1]])
+_def('floordiv', 2, 'same', _lower_floordiv, _py_floordiv, lambda a, out: [None, None])
+_def('mod', 2, 'same', _lower_mod, lambda a, b: a % b,
+     lambda a, out: [1.0, -unary('floor', a[0] / a[1])])
+_def('pow', 2, 'same', _lower_pow, lambda a, b: a ** b,
+     lambda a, out: [a[1] * power(a[0], a[1] - 1),
+                     select(a[0] > 0, out * unary('log', a[0]), 0.0)])
+_def('min', 2, 'same', _minmax('min'), builtins.min,
+     lambda a, out: [select(a[0] < a[1], 1.0, 0.0), select(a[0] < a[1], 0.0, 1.0)])
+_def('max', 2, 'same', _minmax('max'), builtins.max,
+     lambda a, out: [select(a[0] < a[1], 0.0, 1.0), select(a[0] < a[1], 1.0, 0.0)])
+_def('atan2', 2, 'float', _math('atan2'), pymath.atan2,
+     lambda a, out: [a[1] / (a[0] * a[0] + a[1] * a[1]), -a[0] / (a[0] * a[0] + a[1] * a[1])])
+for _name, _fn in (('lt', lambda a, b: a < b), ('le', lambda a, b: a <= b),
+                   ('gt', lambda a, b: a > b), ('ge', lambda a, b: a >= b),
+                   ('eq', lambda a, b: a == b), ('ne', lambda a, b: a != b)):
+    _def(_name, 2, 'bool', _cmp(_name), _py_cmp(_fn))
+_def('logical_and', 2, 'bool', _logical(lambda b, x, y: b.and_(x, y)), lambda a, b: int(bool(a and b)))
+_def('logical_or', 2, 'bool', _logical(lambda b, x, y: b.or_(x, y)), lambda a, b: int(bool(a or b)))
+_def('logical_not', 1, 'bool', _logical(lambda b, x: b.not_(x)), lambda a: int(not a))
+_def('bit_and', 2, 'int', lambda b, a, ti, to: b.and_(*a), lambda a, b: a & b)
+_def('bit_or', 2, 'int', lambda b, a, ti, to: b.or_(*a), lambda a, b: a | b)
+_def('bit_xor', 2, 'int', lambda b, a, ti, to: b.xor(*a), lambda a, b: a ^ b)
+_def('shl', 2, 'int', lambda b, a, ti, to: b.shl(*a), lambda a, b: a << b)
+_def('shr', 2, 'int', lambda b, a, ti, to: (b.ashr if to.signed else b.lshr)(*a), lambda a, b: a >> b)
+_def('bit_not', 1, 'int', lambda b, a, ti, to: b.not_(a[0]), lambda a: ~a)
+
+_def('neg', 1, 'same', _lower_neg, lambda a: -a, lambda a, out: [-1.0])
+_def('abs', 1, 'same', _lower_abs, builtins.abs, lambda a, out: [_sign(a[0])])
+_def('sin', 1, 'float', _math('sin'), pymath.sin, lambda a, out: [unary('cos', a[0])])
+_def('cos', 1, 'float', _math('cos'), pymath.cos, lambda a, out: [-unary('sin', a[0])])
+_def('tan', 1, 'float', _math('tan'), pymath.tan, lambda a, out: [1.0 + out * out])
+_def('asin', 1, 'float', _math('asin'), pymath.asin,
+     lambda a, out: [unary('rsqrt', 1.0 - a[0] * a[0])])
+_def('acos', 1, 'float', _math('acos'), pymath.acos,
+     lambda a, out: [-unary('rsqrt', 1.0 - a[0] * a[0])])
+_def('atan', 1, 'float', _math('atan'), pymath.atan, lambda a, out: [1.0 / (1.0 + a[0] * a[0])])
+_def('tanh', 1, 'float', _math('tanh'), pymath.tanh, lambda a, out: [1.0 - out * out])
+_def('exp', 1, 'float', _math('exp'), pymath.exp, lambda a, out: [out])
+_def('log', 1, 'float', _math('log'), pymath.log, lambda a, out: [1.0 / a[0]])
+_def('sqrt', 1, 'float', _math('sqrt'), pymath.sqrt, lambda a, out: [0.5 / out])
+_def('rsqrt', 1, 'float', _lower_rsqrt, lambda a: 1.0 / pymath.sqrt(a),
+     lambda a, out: [-0.5 * out / a[0]])
+_def('floor', 1, 'float', _math('floor'), lambda a: float(pymath.floor(a)), lambda a, out: [None])
+_def('ceil', 1, 'float', _math('ceil'), lambda a: float(pymath.ceil(a)), lambda a, out: [None])
+_def('round', 1, 'float', _math('round'), lambda a: float(pymath.floor(a + 0.5)) if a >= 0 else -float(pymath.floor(-a + 0.5)),
+     lambda a, out: [None])
+
+# select(cond, a, b) and cast are built by `select` and `cast` above; integer
+# results of a cast carry no gradient, which the autodiff passes see from the type.
+_def('cast', 1, 'same', lambda b, a, ti, to: lower_cast(b, a[0], ti, to), None,
+     lambda a, out: [1.0])
+_def('select', 3, 'same', lambda b, a, ti, to: b.select(b.icmp_signed('!=', a[0], llir.Constant(a[0].type, 0)), a[1], a[2]),
+     lambda c, a, b: a if c else b,
+     lambda a, out: [None, select(a[0], 1.0, 0.0), select(a[0], 0.0, 1.0)])
+
+
+def differentiable(stmt):
+    """Whether gradients flow through this statement's result."""
+    return stmt.dtype is not None and stmt.dtype.is_float
