@@ -23,7 +23,7 @@ def target_machine():
         _target_machine = target.create_target_machine(
             cpu=llvm.get_host_cpu_name(),
             features=llvm.get_host_cpu_features().flatten(),
-            opt=3, reloc='pic', codemodel='jitdefault')
+            opt=3, reloc='default', codemodel='jitdefault')
     return _target_machine
 
 
@@ -44,15 +44,23 @@ def compile_ir(llvm_ir: str) -> bytes:
     module = llvm.parse_assembly(llvm_ir)
     module.verify()
     tm = target_machine()
+    _set_target(module, tm)
     builder = llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(speed_level=3))
     builder.getModulePassManager().run(module, builder)
     return tm.emit_object(module)
+
+
+def _set_target(module, tm):
+    """The optimizer needs the real data layout: without it, vectorized code is wrong."""
+    module.triple = tm.triple
+    module.data_layout = str(tm.target_data)
 
 
 def optimized_ir(llvm_ir: str) -> str:
     """The module after O3, for inspection and tests."""
     module = llvm.parse_assembly(llvm_ir)
     tm = target_machine()
+    _set_target(module, tm)
     builder = llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(speed_level=3))
     builder.getModulePassManager().run(module, builder)
     return str(module)

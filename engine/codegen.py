@@ -1,0 +1,387 @@
+"""IR -> LLVM IR (llvmlite).
+
+A kernel becomes one module: `<name>_main(fields, args, runtime)` runs the
+top-level statements on the calling thread, and each top-level parallel `for`
+is outlined into a task function `(closure, begin, end)` handed to the native
+thread pool (`engine_parallel_for`). Values the loop body uses from outside
+travel in the closure by value.
+"""
+from llvmlite import ir as llir
+
+from . import ops
+from . import runtime as rt
+from . import types as T
+from .fields import Field
+from .ir import walk
+
+I8P = llir.IntType(8).as_pointer()
+I64 = llir.IntType(64)
+I32 = llir.IntType(32)
+I1 = llir.IntType(1)
+TASK_TYPE = llir.FunctionType(llir.VoidType(), [I8P, I64, I64])
+MAIN_TYPE = llir.FunctionType(llir.VoidType(), [I8P.as_pointer(), I8P, I8P])
+
+_GOLDEN = 0x9E3779B97F4A7C15
+_MIX1, _MIX2 = 0xBF58476D1CE4E5B9, 0x94D049BB133111EB
+
+
+class KernelModule:
+    """Builds the LLVM module of one kernel."""
+
+    def __init__(self, name, body, ret_offset=None, debug=False, program=None):
+        self.name, self.body = name, body
+        self.ret_offset, self.debug, self.program = ret_offset, debug, program
+        self.module = llir.Module(name=name)
+        self.tasks = 0
+        self.uses_random = any(s.op == 'random' for s in walk(body))
+        self.parallel_for = llir.Function(
+            self.module, llir.FunctionType(llir.VoidType(), [TASK_TYPE.as_pointer(), I8P, I64, I64, I64]),
+            name='engine_parallel_for')
+
+    @property
+    def main_symbol(self):
+        return f'{self.name}_main'
+
+    def generate(self) -> str:
+        fn = llir.Function(self.module, MAIN_TYPE, name=self.main_symbol)
+        fields, args, rt_ptr = fn.args
+        emitter = FunctionEmitter(self, fn, fields, args, rt_ptr, in_task=False)
+        if self.uses_random:
+            counter = emitter.rt_word(rt.RT_RNG_COUNTER)
+            old = emitter.b.load(counter)
+            emitter.b.store(emitter.b.add(old, I64(1)), counter)
+            emitter.seed_rng(I64(0xFFFFFFFF))
+        emitter.emit_block(self.body)
+        emitter.finish()
+        return str(self.module)
+
+    def new_task(self):
+        self.tasks += 1
+        return llir.Function(self.module, TASK_TYPE, name=f'{self.name}_task{self.tasks}')
+
+
+class FunctionEmitter:
+    """Emits IR statements into one LLVM function."""
+
+    def __init__(self, km, fn, fields, args, rt_ptr, in_task):
+        self.km, self.fn = km, fn
+        self.fields, self.args, self.rt = fields, args, rt_ptr
+        self.in_task = in_task
+        self.entry = fn.append_basic_block('entry')
+        self.entry_builder = llir.IRBuilder(self.entry)
+        self.b = llir.IRBuilder(fn.append_basic_block('start'))
+        self.values = {}
+        self.bases = {}
+        self.loop_targets = []
+        self.rng = None
+
+    def finish(self):
+        if not self.b.block.is_terminated:
+            self.b.ret_void()
+        self.entry_builder.branch(self.fn.basic_blocks[1])
+
+    # --- helpers ------------------------------------------------------------------
+    def alloca(self, ty):
+        return self.entry_builder.alloca(ty)
+
+    def rt_word(self, slot):
+        words = self.b.bitcast(self.rt, I64.as_pointer())
+        return self.b.gep(words, [I64(slot)])
+
+    def arg_pointer(self, offset, ty):
+        return self.b.bitcast(self.b.gep(self.args, [I64(offset)]), ty.as_pointer())
+
+    def base_pointer(self, target):
+        """Typed data pointer of a field or ndarray, loaded once in the entry block."""
+        if target in self.bases:
+            return self.bases[target]
+        eb = self.entry_builder
+        if isinstance(target, Field):
+            raw = eb.load(eb.gep(self.fields, [I64(target.id)]))
+        else:
+            raw = eb.load(eb.bitcast(eb.gep(self.args, [I64(target.offset)]), I8P.as_pointer()))
+        base = eb.bitcast(raw, target.dtype.llvm.as_pointer())
+        self.bases[target] = base
+        return base
+
+    def extent(self, target, axis):
+        if isinstance(target, Field):
+            return I64(target.shape[axis])
+        return self.b.load(self.arg_pointer(target.offset + 8 * (axis + 1), I64))
+
+    def address(self, stmt):
+        target, comp = stmt.attrs['target'], stmt.attrs['component']
+        ndim = len(target.shape) if isinstance(target, Field) else target.ndim
+        b = self.b
+        indices = [b.sext(self.values[a], I64) for a in stmt.args[:ndim]]
+        extents = [self.extent(target, axis) for axis in range(ndim)]
+        offset = I64(0)
+        for index, extent in zip(indices, extents):
+            offset = b.add(b.mul(offset, extent), index)
+        ncomp = 1
+        for n in target.element_shape:
+            ncomp *= n
+        if ncomp > 1 or comp:
+            offset = b.add(b.mul(offset, I64(ncomp)), I64(comp))
+        if self.km.debug:
+            offset = self.bounds_check(stmt, target, indices, extents, offset)
+        return b.gep(self.base_pointer(target), [offset])
+
+    def bounds_check(self, stmt, target, indices, extents, offset):
+        b = self.b
+        bad = I1(0)
+        for index, extent in zip(indices, extents):
+            bad = b.or_(bad, b.icmp_unsigned('>=', index, extent))
+        with b.if_then(bad, likely=False):
+            flag = self.rt_word(rt.RT_ERROR_FLAG)
+            first = b.extract_value(b.cmpxchg(flag, I64(0), I64(rt.ERROR_INDEX), 'monotonic', 'monotonic'), 1)
+            with b.if_then(first):
+                loc = self.km.program.location_id(stmt.loc)
+                b.store(I64(loc), self.rt_word(rt.RT_ERROR_LOC))
+                ident = target.id if isinstance(target, Field) else -1 - target.index
+                b.store(I64(ident), self.rt_word(rt.RT_ERROR_FIELD))
+                for k, index in enumerate(indices[:8]):
+                    b.store(index, self.rt_word(rt.RT_ERROR_INDEX + k))
+        return b.select(bad, I64(0), offset)
+
+    # --- random numbers: splitmix64 over a per-iteration state ----------------------
+    def seed_rng(self, salt):
+        b = self.b
+        if self.rng is None:
+            self.rng = self.alloca(I64)
+        seed = b.load(self.rt_word(rt.RT_RNG_SEED))
+        counter = b.load(self.rt_word(rt.RT_RNG_COUNTER))
+        state = b.add(b.mul(seed, I64(_MIX1)), b.mul(counter, I64(_GOLDEN)))
+        state = self.mix64(b.xor(state, b.mul(salt, I64(_MIX2))))
+        b.store(state, self.rng)
+
+    def mix64(self, z):
+        b = self.b
+        z = b.mul(b.xor(z, b.lshr(z, I64(30))), I64(_MIX1))
+        z = b.mul(b.xor(z, b.lshr(z, I64(27))), I64(_MIX2))
+        return b.xor(z, b.lshr(z, I64(31)))
+
+    def random(self, dtype):
+        b = self.b
+        state = b.add(b.load(self.rng), I64(_GOLDEN))
+        b.store(state, self.rng)
+        bits = self.mix64(state)
+        if dtype.is_float:
+            mantissa = 24 if dtype.bits == 32 else 53
+            value = b.uitofp(b.lshr(bits, I64(64 - mantissa)), dtype.llvm)
+            return b.fmul(value, llir.Constant(dtype.llvm, 2.0 ** -mantissa))
+        return b.trunc(bits, dtype.llvm) if dtype.bits < 64 else bits
+
+    # --- statements --------------------------------------------------------------------
+    def emit_block(self, block):
+        for stmt in block.stmts:
+            if self.b.block.is_terminated:
+                self.b.position_at_end(self.fn.append_basic_block('dead'))
+            handler = getattr(self, 'emit_' + stmt.op, None)
+            if handler is not None:
+                result = handler(stmt)
+            else:
+                opdef = ops.OPS[stmt.op]
+                args = [self.values[a] for a in stmt.args]
+                in_dtype = stmt.args[-1].dtype if stmt.args else stmt.dtype
+                result = opdef.lower(self.b, args, in_dtype, stmt.dtype)
+            if result is not None:
+                self.values[stmt] = result
+
+    def emit_const(self, s):
+        return llir.Constant(s.dtype.llvm, s.attrs['value'])
+
+    def emit_arg(self, s):
+        return self.b.load(self.arg_pointer(s.attrs['offset'], s.dtype.llvm))
+
+    def emit_ndarray_shape(self, s):
+        extent = self.extent(s.attrs['target'], s.attrs['axis'])
+        return self.b.trunc(extent, I32)
+
+    def emit_random(self, s):
+        return self.random(s.dtype)
+
+    def emit_alloca(self, s):
+        return self.alloca(s.dtype.llvm)
+
+    def emit_local_load(self, s):
+        return self.b.load(self.values[s.args[0]])
+
+    def emit_local_store(self, s):
+        self.b.store(self.values[s.args[1]], self.values[s.args[0]])
+
+    def emit_global_load(self, s):
+        return self.b.load(self.address(s))
+
+    def emit_global_store(self, s):
+        self.b.store(self.values[s.args[-1]], self.address(s))
+
+    def emit_local_atomic(self, s):
+        return self._atomic(self.values[s.args[0]], self.values[s.args[1]], s.attrs['kind'], s.dtype)
+
+    def emit_atomic(self, s):
+        return self._atomic(self.address(s), self.values[s.args[-1]], s.attrs['kind'], s.dtype)
+
+    def _atomic(self, ptr, value, kind, dtype):
+        if not self.in_task:
+            return self._serial_rmw(ptr, value, kind, dtype)
+        if dtype.is_float:
+            op = {'add': 'fadd', 'sub': 'fsub', 'min': 'fmin', 'max': 'fmax'}.get(kind)
+            if op is None:
+                raise ops.TaichiTypeError(f'atomic_{kind} needs integer operands')
+        else:
+            op = {'min': 'min', 'max': 'max'}.get(kind, kind) if dtype.signed else \
+                {'min': 'umin', 'max': 'umax'}.get(kind, kind)
+        return self.b.atomic_rmw(op, ptr, value, 'monotonic')
+
+    def _serial_rmw(self, ptr, value, kind, dtype):
+        """Code outside parallel loops runs on one thread: a plain read-modify-write."""
+        b = self.b
+        old = b.load(ptr)
+        name = {'and': 'bit_and', 'or': 'bit_or', 'xor': 'bit_xor'}.get(kind, kind)
+        if dtype.is_float and name.startswith('bit_'):
+            raise ops.TaichiTypeError(f'atomic_{kind} needs integer operands')
+        new = ops.OPS[name].lower(b, [old, value], dtype, dtype)
+        b.store(new, ptr)
+        return old
+
+    def emit_return(self, s):
+        if s.args:
+            slot = self.arg_pointer(self.km.ret_offset, s.args[0].dtype.llvm)
+            self.b.store(self.values[s.args[0]], slot)
+        self.b.ret_void()
+
+    def emit_if(self, s):
+        b = self.b
+        cond = b.icmp_signed('!=', self.values[s.args[0]], I32(0))
+        then_bb, else_bb = self.fn.append_basic_block('then'), self.fn.append_basic_block('else')
+        merge = self.fn.append_basic_block('endif')
+        b.cbranch(cond, then_bb, else_bb)
+        for bb, block in ((then_bb, s.attrs['then']), (else_bb, s.attrs['else'])):
+            b.position_at_end(bb)
+            self.emit_block(block)
+            if not b.block.is_terminated:
+                b.branch(merge)
+        b.position_at_end(merge)
+
+    def emit_while(self, s):
+        b = self.b
+        loop_bb, exit_bb = self.fn.append_basic_block('while'), self.fn.append_basic_block('endwhile')
+        b.branch(loop_bb)
+        b.position_at_end(loop_bb)
+        self.loop_targets.append((loop_bb, exit_bb))
+        self.emit_block(s.attrs['body'])
+        self.loop_targets.pop()
+        if not b.block.is_terminated:
+            b.branch(loop_bb)
+        b.position_at_end(exit_bb)
+
+    def emit_break(self, s):
+        self.b.branch(self.loop_targets[-1][1])
+
+    def emit_continue(self, s):
+        self.b.branch(self.loop_targets[-1][0])
+
+    def emit_for(self, s):
+        if s.attrs['parallel'] and not self.in_task:
+            return self.emit_parallel_for(s)
+        begin, end = (self.values[a] for a in s.args)
+        self.serial_loop(begin, end, s)
+
+    def serial_loop(self, begin, end, s, seed_rng=False):
+        """for i in [begin, end): body — with `continue` jumping to the increment."""
+        b = self.b
+        counter = self.alloca(begin.type)
+        b.store(begin, counter)
+        head, body_bb = self.fn.append_basic_block('for'), self.fn.append_basic_block('body')
+        latch, exit_bb = self.fn.append_basic_block('next'), self.fn.append_basic_block('endfor')
+        b.branch(head)
+        b.position_at_end(head)
+        i = b.load(counter)
+        b.cbranch(b.icmp_signed('<', i, end), body_bb, exit_bb)
+        b.position_at_end(body_bb)
+        self.values[s.attrs['index']] = i if i.type == I32 else b.trunc(i, I32)
+        if seed_rng:
+            self.seed_rng(b.sext(self.values[s.attrs['index']], I64))
+        self.loop_targets.append((latch, exit_bb))
+        self.emit_block(s.attrs['body'])
+        self.loop_targets.pop()
+        if not b.block.is_terminated:
+            b.branch(latch)
+        b.position_at_end(latch)
+        b.store(b.add(b.load(counter), llir.Constant(begin.type, 1)), counter)
+        b.branch(head)
+        b.position_at_end(exit_bb)
+
+    def emit_parallel_for(self, s):
+        """Outline the loop body into a task and hand [begin, end) to the thread pool."""
+        b = self.b
+        captured = captured_values(s)
+        shared = shared_locals(s)
+        task = self.km.new_task()
+        closure_ty = llir.LiteralStructType(
+            [I8P.as_pointer(), I8P, I8P] + [self.values[c].type if c in shared else c.dtype.llvm
+                                            for c in captured])
+        closure = self.alloca(closure_ty)
+        captures = [self.values[c] if c in shared else self._capture(c) for c in captured]
+        for k, v in enumerate([self.fields, self.args, self.rt] + captures):
+            b.store(v, b.gep(closure, [I32(0), I32(k)]))
+        begin, end = (b.sext(self.values[a], I64) for a in s.args)
+        grain = I64(_grain(s))
+        b.call(self.km.parallel_for, [task, b.bitcast(closure, I8P), begin, end, grain])
+
+        inner = FunctionEmitter(self.km, task, None, None, None, in_task=True)
+        closure_arg, lo, hi = task.args
+        eb = inner.entry_builder
+        typed = eb.bitcast(closure_arg, closure_ty.as_pointer())
+        loaded = [eb.load(eb.gep(typed, [I32(0), I32(k)])) for k in range(3 + len(captured))]
+        inner.fields, inner.args, inner.rt = loaded[:3]
+        for c, value in zip(captured, loaded[3:]):
+            if c in shared:               # updated atomically by all threads: by reference
+                inner.values[c] = value
+            elif c.op == 'alloca':        # a local only read by the loop: a private copy
+                slot = inner.alloca(c.dtype.llvm)
+                eb.store(value, slot)
+                inner.values[c] = slot
+            else:
+                inner.values[c] = value
+        inner.serial_loop(lo, hi, s, seed_rng=self.km.uses_random)
+        inner.finish()
+
+    def _capture(self, stmt):
+        value = self.values[stmt]
+        return self.b.load(value) if stmt.op == 'alloca' else value
+
+
+def shared_locals(loop):
+    """Kernel-scope locals that the loop updates atomically (`s += ...`)."""
+    return {s.args[0] for s in walk(loop.attrs['body']) if s.op == 'local_atomic'}
+
+
+def captured_values(loop):
+    """Statements defined outside `loop` whose values its body uses, in first-use order."""
+    inside = {loop.attrs['index']}
+    for s in walk(loop.attrs['body']):
+        inside.add(s)
+        if s.op == 'for':
+            inside.add(s.attrs['index'])
+    seen, out = set(), []
+    for s in walk(loop.attrs['body']):
+        for a in s.args:
+            if a not in inside and a not in seen:
+                seen.add(a)
+                out.append(a)
+    return out
+
+
+def _grain(loop):
+    """Iterations below which a parallel loop runs inline: dispatch costs ~10 us."""
+    cost = 0
+    for s in walk(loop.attrs['body']):
+        cost += 16 if s.op in ('for', 'while') else 1
+    return max(1, 20000 // max(cost, 1))
+
+
+def generate(name, body, ret_offset=None, debug=False, program=None):
+    km = KernelModule(name, body, ret_offset, debug, program)
+    return km.generate(), km.main_symbol

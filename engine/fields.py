@@ -1,0 +1,278 @@
+"""Fields, their layout (`ti.root.dense(...).place(...)`) and ndarrays.
+
+Every field owns one C-contiguous numpy array of shape `shape + element_shape`.
+A dense layout tree only determines a field's shape: nested `dense` blocks
+multiply the extent of their axes, and the logical indexing is the same
+whatever the nesting, so storage stays a plain numpy array (cheap `to_numpy`,
+natural interop) and kernels get raw pointers to it.
+"""
+import linecache
+import re
+import sys
+
+import numpy as np
+
+from . import runtime
+from . import types as T
+from .errors import TaichiRuntimeError
+from .matrix import Matrix, Vector
+
+
+def _guess_name(depth=2):
+    """The variable a field is assigned to at its creation (`x = ti.field(...)`)."""
+    frame = sys._getframe(depth)
+    line = linecache.getline(frame.f_code.co_filename, frame.f_lineno)
+    match = re.match(r'\s*([A-Za-z_][\w.]*)\s*=[^=]', line)
+    return match.group(1) if match else f'field@{frame.f_code.co_filename.split("/")[-1]}:{frame.f_lineno}'
+
+
+class Field:
+    """A global array of scalars, vectors or matrices with optional .grad/.dual."""
+
+    def __init__(self, dtype, element_shape=(), shape=None, name=None, needs_grad=False,
+                 needs_dual=False, primal=None, role='primal'):
+        self.dtype = T.resolve(dtype)
+        if self.dtype is None:
+            raise TypeError(f'not a field dtype: {dtype!r}')
+        self.element_shape = tuple(element_shape)
+        self.name = name or 'field'
+        self.role = role
+        self.primal = primal
+        self.shape = None
+        self.data = None
+        self.program = runtime.program()
+        self.program.register_field(self)
+        self.grad = self.dual = None
+        if primal is None and self.dtype.is_float:
+            self.grad = Field(dtype, element_shape, None, self.name + '.grad', primal=self, role='grad')
+            self.dual = Field(dtype, element_shape, None, self.name + '.dual', primal=self, role='dual')
+        self._wants = {'grad': needs_grad, 'dual': needs_dual}
+        if shape is not None:
+            self._allocate(_as_shape(shape))
+
+    # --- layout ---------------------------------------------------------------
+    @property
+    def placed(self):
+        return self.data is not None
+
+    def _allocate(self, shape):
+        if self.placed:
+            raise TaichiRuntimeError(f'field {self.name} is placed twice')
+        if self.primal is not None and self.primal.placed and self.primal.shape != shape:
+            raise TaichiRuntimeError(
+                f'{self.name} must have the shape of {self.primal.name}: {self.primal.shape}, got {shape}')
+        self.shape = shape
+        self.data = np.zeros(shape + self.element_shape, dtype=self.dtype.np)
+        self.program.set_field_address(self, self.data)
+        for role in ('grad', 'dual'):
+            if self._wants.get(role) and not getattr(self, role).placed:
+                getattr(self, role)._allocate(shape)
+
+    def ensure_placed(self):
+        if not self.placed:
+            raise TaichiRuntimeError(
+                f'field {self.name} is used before it was placed: give it a shape= or '
+                f'place it with ti.root.dense(...).place({self.name})')
+
+    # --- shape helpers --------------------------------------------------------
+    @property
+    def n(self):
+        return self.element_shape[0]
+
+    @property
+    def m(self):
+        return self.element_shape[1] if len(self.element_shape) > 1 else 1
+
+    @property
+    def ndim(self):
+        self.ensure_placed()
+        return len(self.shape)
+
+    def __repr__(self):
+        return f'<{self.name}: {self.dtype} field, shape {self.shape}, element {self.element_shape}>'
+
+    # --- Python-scope access ----------------------------------------------------
+    def to_numpy(self, dtype=None):
+        self.ensure_placed()
+        return self.data.copy() if dtype is None else self.data.astype(dtype)
+
+    def from_numpy(self, array):
+        self.ensure_placed()
+        array = np.asarray(array)
+        if array.shape != self.data.shape:
+            raise ValueError(f'from_numpy: field {self.name} has shape {self.data.shape} '
+                             f'(shape {self.shape}, element {self.element_shape}), '
+                             f'the array has shape {array.shape}')
+        if not np.can_cast(array.dtype, self.dtype.np, casting='same_kind') and array.dtype.kind != self.dtype.np.kind:
+            if not (array.dtype.kind in 'iub' and self.dtype.np.kind == 'f'):
+                raise ValueError(f'from_numpy: cannot convert {array.dtype} to {self.dtype} for field {self.name}')
+        self.data[...] = array
+
+    def from_torch(self, tensor):
+        self.from_numpy(tensor.detach().cpu().numpy())
+
+    def fill(self, value):
+        self.ensure_placed()
+        self.data[...] = value
+
+    def _key(self, index):
+        self.ensure_placed()
+        if index is None:
+            index = ()
+        elif not isinstance(index, tuple):
+            index = (index,)
+        if len(index) == 1 and isinstance(index[0], Matrix):
+            index = tuple(int(i) for i in index[0].entries)
+        if len(index) != len(self.shape):
+            raise IndexError(f'field {self.name} has {len(self.shape)} dimensions, got index {index}')
+        for i, n in zip(index, self.shape):
+            if not -n <= i < n:
+                raise IndexError(f'index {index} is out of range for field {self.name} of shape {self.shape}')
+        return index
+
+    def __getitem__(self, index):
+        item = self.data[self._key(index)]
+        if self.element_shape:
+            return Matrix(item)
+        return item.item()
+
+    def __setitem__(self, index, value):
+        self.data[self._key(index)] = np.asarray(value) if isinstance(value, Matrix) else value
+
+    def copy_from(self, other):
+        self.data[...] = other.data
+
+    def snode_shape(self):
+        return self.shape
+
+
+def _as_shape(shape):
+    if isinstance(shape, (int, np.integer)):
+        return (int(shape),)
+    return tuple(int(s) for s in shape)
+
+
+# ----------------------------------------------------------------------------
+# Public constructors
+
+def field(dtype, shape=None, name=None, offset=None, needs_grad=False, needs_dual=False):
+    if offset is not None:
+        raise TaichiRuntimeError('field offsets are not supported')
+    return Field(dtype, (), shape, name or _guess_name(), needs_grad, needs_dual)
+
+
+def vector_field(n, dtype, shape=None, name=None, needs_grad=False, needs_dual=False, **_):
+    return Field(dtype, (n,), shape, name or _guess_name(), needs_grad, needs_dual)
+
+
+def matrix_field(n, m, dtype, shape=None, name=None, needs_grad=False, needs_dual=False, **_):
+    return Field(dtype, (n, m), shape, name or _guess_name(), needs_grad, needs_dual)
+
+
+# ----------------------------------------------------------------------------
+# Layout: ti.root.dense(ti.ij, (4, 4)).dense(...).place(x, y)
+
+class Axis:
+    def __init__(self, *dims):
+        self.dims = dims
+
+
+i, j, k, l = Axis(0), Axis(1), Axis(2), Axis(3)  # noqa: E741
+ij, ik, jk, ijk, ijkl = Axis(0, 1), Axis(0, 2), Axis(1, 2), Axis(0, 1, 2), Axis(0, 1, 2, 3)
+
+
+class SNode:
+    """A node of the layout tree; it only accumulates the extent of each axis."""
+
+    def __init__(self, extents=None):
+        self.extents = dict(extents or {})
+
+    def dense(self, axes, shape):
+        shape = _as_shape(shape)
+        if len(shape) == 1 and len(axes.dims) > 1:
+            shape = shape * len(axes.dims)
+        if len(shape) != len(axes.dims):
+            raise TaichiRuntimeError(f'dense over {len(axes.dims)} axes needs as many extents, got {shape}')
+        extents = dict(self.extents)
+        for axis, n in zip(axes.dims, shape):
+            extents[axis] = extents.get(axis, 1) * n
+        return SNode(extents)
+
+    def bitmasked(self, axes, shape):
+        return self.dense(axes, shape)
+
+    def pointer(self, axes, shape):
+        return self.dense(axes, shape)
+
+    @property
+    def shape(self):
+        if sorted(self.extents) != list(range(len(self.extents))):
+            raise TaichiRuntimeError(f'axes {sorted(self.extents)} leave a gap: use ti.i, ti.j, ... in order')
+        return tuple(self.extents[a] for a in range(len(self.extents)))
+
+    def place(self, *fields, offset=None):
+        for f in fields:
+            if not isinstance(f, Field):
+                raise TypeError(f'place() takes fields, got {type(f).__name__}')
+            f._allocate(self.shape)
+        return self
+
+    def lazy_grad(self):
+        """Allocate .grad for every float field placed so far."""
+        for f in runtime.program().fields:
+            if f.role == 'primal' and f.placed and f.grad is not None and not f.grad.placed:
+                f.grad._allocate(f.shape)
+
+    def lazy_dual(self):
+        for f in runtime.program().fields:
+            if f.role == 'primal' and f.placed and f.dual is not None and not f.dual.placed:
+                f.dual._allocate(f.shape)
+
+
+class _Root(SNode):
+    """`ti.root`: always the root of the current program."""
+
+
+root = _Root()
+
+
+# ----------------------------------------------------------------------------
+# Ndarrays: arrays passed to kernels as arguments
+
+class Ndarray:
+    def __init__(self, dtype, shape, element_shape=(), needs_grad=False):
+        self.dtype = T.resolve(dtype)
+        self.shape = _as_shape(shape)
+        self.element_shape = tuple(element_shape)
+        self.data = np.zeros(self.shape + self.element_shape, dtype=self.dtype.np)
+        self.grad = Ndarray(dtype, shape, element_shape) if needs_grad else None
+
+    def to_numpy(self):
+        return self.data.copy()
+
+    def from_numpy(self, array):
+        array = np.asarray(array)
+        if array.shape != self.data.shape:
+            raise ValueError(f'from_numpy: ndarray has shape {self.data.shape}, the array has shape {array.shape}')
+        self.data[...] = array
+
+    def fill(self, value):
+        self.data[...] = value
+
+    def __getitem__(self, index):
+        item = self.data[index]
+        return Matrix(item) if self.element_shape else item.item()
+
+    def __setitem__(self, index, value):
+        self.data[index] = np.asarray(value) if isinstance(value, Matrix) else value
+
+
+def ndarray(dtype, shape, needs_grad=False):
+    return Ndarray(dtype, shape, (), needs_grad)
+
+
+# Vector.field / Matrix.field and the ndarray counterparts build on this module.
+Matrix.field = staticmethod(matrix_field)
+Vector.field = staticmethod(vector_field)
+Matrix.ndarray = staticmethod(lambda n, m, dtype, shape, needs_grad=False: Ndarray(dtype, shape, (n, m), needs_grad))
+Vector.ndarray = staticmethod(lambda n, dtype, shape, needs_grad=False: Ndarray(dtype, shape, (n,), needs_grad))

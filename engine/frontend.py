@@ -1,0 +1,1062 @@
+"""Frontend: Python AST of a kernel -> IR.
+
+Compile-time Python is evaluated here (globals, closures, `ti.static`, static
+loops, calls of plain Python helpers), `ti.func`s are inlined, and vectors and
+matrices are scalarized into lists of IR values. Each AST node kind has a small
+handler (`visit_<Node>`); anything without one is unsupported and reported with
+the user's source line.
+"""
+import ast
+import builtins
+import inspect
+import itertools
+import operator
+import textwrap
+
+import numpy as np
+
+from . import ops
+from . import types as T
+from .errors import (SourceLocation, TaichiCompilationError, TaichiNameError,
+                     TaichiSyntaxError, TaichiTypeError)
+from .fields import Field
+from .ir import Block, Builder, building
+from .matrix import Matrix
+from . import math as tmath
+
+
+# ----------------------------------------------------------------------------
+# Compile-time markers used by the frontend
+
+class Static:
+    """Result of `ti.static(x)`: a value the frontend must evaluate in Python."""
+
+    def __init__(self, value):
+        self.value = value
+
+
+def static(value, *more):
+    if more:
+        return (value,) + more
+    return value
+
+
+class NdRange:
+    def __init__(self, *dims):
+        self.dims = [(0, d) if not isinstance(d, (tuple, list)) else tuple(d) for d in dims]
+
+
+class Grouped:
+    def __init__(self, source):
+        self.source = source
+
+
+def ndrange(*dims):
+    return NdRange(*dims)
+
+
+def grouped(source):
+    return Grouped(source)
+
+
+class LoopConfig:
+    serialize = False
+
+
+def loop_config(serialize=False, **_):
+    """`ti.loop_config(serialize=True)`: the next top-level loop runs serially."""
+    LoopConfig.serialize = bool(serialize)
+
+
+# ----------------------------------------------------------------------------
+# Local variables
+
+class Var:
+    """A mutable scalar local: an alloca in the IR."""
+
+    def __init__(self, alloca, in_parallel_loop=False):
+        self.alloca = alloca
+        self.in_parallel_loop = in_parallel_loop
+
+    @property
+    def dtype(self):
+        return self.alloca.dtype
+
+    def load(self):
+        return ops.emit('local_load', [self.alloca], self.alloca.dtype)
+
+    def store(self, value):
+        ops.current_builder().emit('local_store', [self.alloca, ops.as_value(value, self.dtype)])
+
+
+class MatVar:
+    """A mutable vector/matrix local: one Var per entry."""
+
+    def __init__(self, shape, vars_):
+        self.shape, self.vars = shape, vars_
+
+    def load(self):
+        return Matrix._make(self.shape, [v.load() for v in self.vars])
+
+    def store(self, value):
+        if not isinstance(value, Matrix):
+            value = Matrix(value) if isinstance(value, (list, tuple)) else Matrix._make(
+                self.shape, [value] * len(self.vars))
+        if value.shape != self.shape:
+            raise TaichiTypeError(f'cannot assign a matrix of shape {value.shape} to one of shape {self.shape}')
+        for v, e in zip(self.vars, value.entries):
+            v.store(e)
+
+
+class NdarrayArg:
+    """An ndarray kernel argument: a pointer and a run-time shape in the argument buffer."""
+
+    def __init__(self, index, name, dtype, ndim, element_shape, offset):
+        self.index, self.name, self.dtype = index, name, dtype
+        self.ndim, self.element_shape, self.offset = ndim, tuple(element_shape), offset
+
+    @property
+    def shape(self):
+        return tuple(ops.emit('ndarray_shape', (), T.i32, target=self, axis=a) for a in range(self.ndim))
+
+    def __repr__(self):
+        return f'ndarray:{self.name}'
+
+
+class _FuncReturn(Exception):
+    pass
+
+
+_BUILTINS = {
+    'range': range, 'len': len, 'int': None, 'float': None, 'abs': tmath.abs,
+    'min': tmath.min, 'max': tmath.max, 'enumerate': enumerate, 'zip': zip,
+    'isinstance': isinstance, 'list': list, 'tuple': tuple, 'bool': None, 'pow': tmath.pow,
+    'True': True, 'False': False, 'None': None, 'print': print, 'reversed': reversed,
+    'sum': sum, 'any': any, 'all': all, 'type': type, 'round': tmath.round,
+}
+
+
+def _py_cast(dtype_getter, pytype):
+    def cast(x=0):
+        if isinstance(x, Matrix):
+            return x.cast(dtype_getter())
+        if ops.is_value(x):
+            return ops.cast(x, dtype_getter())
+        return pytype(x)
+    return cast
+
+
+_BUILTINS['int'] = _py_cast(lambda: T.defaults.ip, int)
+_BUILTINS['float'] = _py_cast(lambda: T.defaults.fp, float)
+_BUILTINS['bool'] = lambda x: ops.truth(x) if ops.is_value(x) else bool(x)
+
+
+# ----------------------------------------------------------------------------
+
+class FunctionSource:
+    """Parsed source of a kernel or ti.func, with its file and line offset."""
+
+    def __init__(self, fn):
+        self.fn = fn
+        self.filename = inspect.getsourcefile(fn) or '<unknown>'
+        lines, self.first_line = inspect.getsourcelines(fn)
+        source = textwrap.dedent(''.join(lines))
+        self.indent = len(lines[0]) - len(lines[0].lstrip())
+        tree = ast.parse(source)
+        self.node = tree.body[0]
+        self.globals = fn.__globals__
+        self.closure = {}
+        if fn.__closure__:
+            for name, cell in zip(fn.__code__.co_freevars, fn.__closure__):
+                try:
+                    self.closure[name] = cell.cell_contents
+                except ValueError:
+                    pass
+
+    def location(self, node):
+        lineno = self.first_line + getattr(node, 'lineno', 1) - 1
+        col = getattr(node, 'col_offset', 0) + self.indent
+        end = getattr(node, 'end_col_offset', None)
+        end = end + self.indent if end is not None and getattr(node, 'end_lineno', None) == getattr(node, 'lineno', None) else None
+        return SourceLocation(self.filename, lineno, col, end, self.fn.__name__)
+
+
+class FunctionContext:
+    """One function being inlined: its source and its stack of local scopes."""
+
+    def __init__(self, source, scope):
+        self.source = source
+        self.scopes = [scope]
+        self.return_value = None
+        self.has_returned = False
+
+    def lookup(self, name):
+        for scope in reversed(self.scopes):
+            if name in scope:
+                return scope[name]
+        if name in self.source.closure:
+            return self.source.closure[name]
+        if name in self.source.globals:
+            return self.source.globals[name]
+        if name in _BUILTINS:
+            return _BUILTINS[name]
+        if hasattr(builtins, name):
+            return getattr(builtins, name)
+        raise KeyError(name)
+
+
+class Loop:
+    """A loop being compiled: static (unrolled) or run-time, parallel or serial."""
+
+    def __init__(self, kind):
+        self.kind = kind  # 'static', 'serial' or 'parallel'
+
+
+class KernelBuilder(ast.NodeVisitor):
+    """Turns one kernel (and the funcs it calls) into an IR block."""
+
+    def __init__(self, kernel_source, is_kernel=True):
+        self.builder = Builder()
+        self.frames = []
+        self.loops = []
+        self.kernel_source = kernel_source
+        self.return_type = None
+        self.returns_seen = 0
+
+    # --- entry points -----------------------------------------------------------
+    def build(self, make_params):
+        """`make_params()` -> {name: Value, Field, NdarrayArg or Python value}, called
+        while building so that argument loads land in the kernel."""
+        with building(self.builder):
+            scope = {}
+            for name, obj in make_params().items():
+                scope[name] = self._bind_param(obj)
+            self.frames.append(FunctionContext(self.kernel_source, scope))
+            self._visit_body(self.kernel_source.node.body)
+        return self.builder.root
+
+    def _bind_param(self, obj):
+        if ops.is_value(obj) or isinstance(obj, Matrix) or (ops.is_number(obj) and not isinstance(obj, bool)):
+            return self._new_var(obj)
+        return obj
+
+    # --- helpers -------------------------------------------------------------------
+    @property
+    def frame(self):
+        return self.frames[-1]
+
+    def error(self, node, message, cls=TaichiSyntaxError):
+        return cls(message, self.frame.source.location(node))
+
+    def _new_var(self, value, dtype=None):
+        if isinstance(value, Matrix):
+            return MatVar(value.shape, [self._new_var(e, dtype) for e in value.entries])
+        dtype = dtype or ops.dtype_of(value)
+        alloca = self.builder.emit('alloca', (), dtype)
+        var = Var(alloca, self._in_parallel_loop())
+        var.store(value)
+        return var
+
+    def _load(self, obj):
+        if isinstance(obj, (Var, MatVar)):
+            return obj.load()
+        return obj
+
+    def visit(self, node):
+        previous = self.builder.loc
+        self.builder.loc = self.frame.source.location(node)
+        try:
+            method = getattr(self, 'visit_' + type(node).__name__, None)
+            if method is None:
+                raise self.error(node, f'{_describe(node)} is not supported in kernels')
+            return method(node)
+        except TaichiCompilationError:
+            raise
+        except (TypeError, ValueError, IndexError, AttributeError, ZeroDivisionError, KeyError) as exc:
+            raise self.error(node, f'{type(exc).__name__}: {exc}', TaichiTypeError) from exc
+        finally:
+            self.builder.loc = previous
+
+    def _visit_body(self, stmts):
+        for stmt in stmts:
+            if self.frame.has_returned:
+                raise self.error(stmt, 'statements after `return` are not supported in a ti.func')
+            self.visit(stmt)
+
+    def _in_scope(self, stmts, bindings=None):
+        self.frame.scopes.append(dict(bindings or {}))
+        try:
+            self._visit_body(stmts)
+        finally:
+            self.frame.scopes.pop()
+
+    # --- expressions ----------------------------------------------------------------
+    def visit_Constant(self, node):
+        if isinstance(node.value, str) and not isinstance(node.value, bool):
+            return node.value
+        return node.value
+
+    def visit_Name(self, node):
+        try:
+            obj = self.frame.lookup(node.id)
+        except KeyError:
+            raise self.error(node, f"name '{node.id}' is not defined", TaichiNameError) from None
+        return self._load(obj)
+
+    def visit_Attribute(self, node):
+        value = self.visit(node.value)
+        return getattr(value, node.attr)
+
+    def visit_Tuple(self, node):
+        return tuple(self.visit(e) for e in node.elts)
+
+    def visit_List(self, node):
+        return [self.visit(e) for e in node.elts]
+
+    def visit_BinOp(self, node):
+        left, right = self.visit(node.left), self.visit(node.right)
+        op = _BINOPS.get(type(node.op))
+        result = op(left, right)
+        if result is NotImplemented:
+            raise self.error(node, f'unsupported operands for {type(node.op).__name__}', TaichiTypeError)
+        return result
+
+    def visit_UnaryOp(self, node):
+        operand = self.visit(node.operand)
+        if isinstance(node.op, ast.Not):
+            if isinstance(operand, Matrix):
+                return operand.map(lambda e: ops.unary('logical_not', ops.truth(e)) if ops.is_value(e) else int(not e))
+            return ops.unary('logical_not', ops.truth(operand)) if ops.is_value(operand) else not operand
+        return {ast.USub: lambda x: -x, ast.UAdd: lambda x: +x, ast.Invert: lambda x: ~x}[type(node.op)](operand)
+
+    def visit_BoolOp(self, node):
+        name = 'logical_and' if isinstance(node.op, ast.And) else 'logical_or'
+        result = self.visit(node.values[0])
+        for value_node in node.values[1:]:
+            if not ops.is_value(result):            # compile-time: short-circuit like Python
+                if (name == 'logical_and') != bool(result):
+                    return result
+                result = self.visit(value_node)
+                continue
+            result = ops.binary(name, result, self.visit(value_node))
+        return result
+
+    def visit_Compare(self, node):
+        left = self.visit(node.left)
+        result = None
+        for op, right_node in zip(node.ops, node.comparators):
+            right = self.visit(right_node)
+            if type(op) in (ast.Is, ast.IsNot, ast.In, ast.NotIn):
+                if ops.is_value(left) or ops.is_value(right):
+                    raise self.error(node, f'`{type(op).__name__}` needs compile-time operands')
+                value = _COMPARE[type(op)](left, right)
+            else:
+                value = _COMPARE[type(op)](left, right)
+            result = value if result is None else tmath_and(result, value)
+            left = right
+        return result
+
+    def visit_IfExp(self, node):
+        cond = self.visit(node.test)
+        if not ops.is_value(cond) and not isinstance(cond, Matrix):
+            return self.visit(node.body) if cond else self.visit(node.orelse)
+        return tmath.select(cond, self.visit(node.body), self.visit(node.orelse))
+
+    def visit_Subscript(self, node):
+        value = self.visit(node.value)
+        index = self.visit(node.slice)
+        if isinstance(value, (Field, NdarrayArg)):
+            return self._global_load(node, value, index)
+        if isinstance(value, Matrix):
+            if isinstance(index, tuple) and any(isinstance(i, Matrix) for i in index):
+                raise self.error(node, 'a matrix cannot be indexed by a vector')
+            return value[index]
+        if ops.is_value(index):
+            raise self.error(node, f'a {type(value).__name__} cannot be indexed by a run-time value')
+        return value[index]
+
+    def visit_Slice(self, node):
+        return slice(*(self.visit(x) if x is not None else None for x in (node.lower, node.upper, node.step)))
+
+    def visit_Call(self, node):
+        fn = self.visit(node.func)
+        kind = getattr(fn, '_atomic_kind', None)
+        if kind is not None:
+            if len(node.args) != 2:
+                raise self.error(node, f'atomic_{kind} takes two arguments')
+            return self.atomic(node, kind, node.args[0], self.visit(node.args[1]))
+        args = []
+        for a in node.args:
+            if isinstance(a, ast.Starred):
+                args.extend(self.visit(a.value))
+            else:
+                args.append(self.visit(a))
+        kwargs = {kw.arg: self.visit(kw.value) for kw in node.keywords}
+        if isinstance(fn, Func):
+            return self.inline(node, fn, args, kwargs)
+        if getattr(fn, '_is_kernel', False):
+            raise self.error(node, 'calling a kernel from a kernel is not supported; use a ti.func')
+        return fn(*args, **kwargs)
+
+    def visit_ListComp(self, node):
+        return self._comprehension(node, list)
+
+    def visit_GeneratorExp(self, node):
+        return self._comprehension(node, list)
+
+    def _comprehension(self, node, kind):
+        results = []
+
+        def expand(generators, bindings):
+            if not generators:
+                self.frame.scopes.append(bindings)
+                try:
+                    results.append(self.visit(node.elt))
+                finally:
+                    self.frame.scopes.pop()
+                return
+            gen = generators[0]
+            self.frame.scopes.append(bindings)
+            try:
+                iterable = self.visit(gen.iter)
+            finally:
+                self.frame.scopes.pop()
+            for item in _static_iterable(self, gen.iter, iterable):
+                inner = dict(bindings)
+                _bind_target(self, gen.target, item, inner)
+                self.frame.scopes.append(inner)
+                try:
+                    keep = all(self.visit(c) for c in gen.ifs)
+                finally:
+                    self.frame.scopes.pop()
+                if keep:
+                    expand(generators[1:], inner)
+
+        expand(node.generators, {})
+        return kind(results)
+
+    def visit_JoinedStr(self, node):
+        raise self.error(node, 'f-strings are not supported in kernels')
+
+    # --- global memory ------------------------------------------------------------
+    def _indices(self, node, target, index):
+        if isinstance(target, Field):
+            target.ensure_placed() if target.placed else _raise_unplaced(self, node, target)
+            ndim = len(target.shape)
+        else:
+            ndim = target.ndim
+        if index is None:
+            index = ()
+        elif not isinstance(index, tuple):
+            index = (index,)
+        flat = []
+        for i in index:
+            if isinstance(i, Matrix):
+                flat.extend(i.entries)
+            else:
+                flat.append(i)
+        if len(flat) != ndim:
+            name = target.name
+            raise self.error(node, f'{name} has {ndim} dimension(s) but is indexed with {len(flat)} index(es)',
+                             TaichiTypeError)
+        out = []
+        for i in flat:
+            if isinstance(i, float) or (ops.is_value(i) and i.dtype.is_float):
+                raise self.error(node, f'index of {target.name} must be an integer', TaichiTypeError)
+            out.append(ops.as_value(i, T.i32))
+        return out
+
+    def _global_load(self, node, target, index):
+        idx = self._indices(node, target, index)
+        n = int(np.prod(target.element_shape)) if target.element_shape else 0
+        if n == 0:
+            return ops.emit('global_load', idx, target.dtype, target=target, component=0)
+        entries = [ops.emit('global_load', idx, target.dtype, target=target, component=c) for c in range(n)]
+        return Matrix._make(target.element_shape, entries)
+
+    def _global_write(self, node, target, index, value, atomic=None):
+        idx = self._indices(node, target, index)
+        n = int(np.prod(target.element_shape)) if target.element_shape else 0
+        if n == 0:
+            if isinstance(value, Matrix):
+                raise self.error(node, f'cannot store a matrix into scalar field {target.name}', TaichiTypeError)
+            values = [value]
+        else:
+            if isinstance(value, (list, tuple)):
+                value = Matrix(value)
+            if not isinstance(value, Matrix):
+                value = Matrix._make(target.element_shape, [value] * n)
+            if value.shape != target.element_shape:
+                raise self.error(node, f'cannot store shape {value.shape} into {target.name} '
+                                 f'with elements of shape {target.element_shape}', TaichiTypeError)
+            values = value.entries
+        results = []
+        for c, v in enumerate(values):
+            v = ops.as_value(v, target.dtype)
+            if atomic is None:
+                self.builder.emit('global_store', idx + [v], target=target, component=c)
+            else:
+                results.append(ops.emit('atomic', idx + [v], target.dtype, target=target,
+                                        component=c, kind=atomic))
+        if atomic is not None:
+            return results[0] if n == 0 else Matrix._make(target.element_shape, results)
+
+    def atomic(self, node, kind, target_node, value):
+        """`ti.atomic_add(f[i], v)` and friends: the first argument must be a global element."""
+        if not isinstance(target_node, ast.Subscript):
+            raise self.error(node, f'atomic_{kind} needs a field or ndarray element as its first argument')
+        target = self.visit(target_node.value)
+        if not isinstance(target, (Field, NdarrayArg)):
+            raise self.error(node, f'atomic_{kind} needs a field or ndarray element as its first argument')
+        return self._global_write(node, target, self.visit(target_node.slice), value, atomic=kind)
+
+    # --- statements -------------------------------------------------------------
+    def visit_Expr(self, node):
+        if isinstance(node.value, ast.Constant):
+            return  # a docstring
+        self.visit(node.value)
+
+    def visit_Pass(self, node):
+        pass
+
+    def visit_Assign(self, node):
+        value = self.visit(node.value)
+        is_static = _is_static_call(self, node.value)
+        for target in node.targets:
+            self._assign(target, value, is_static)
+
+    def visit_AnnAssign(self, node):
+        dtype = T.resolve(self.visit(node.annotation))
+        value = self.visit(node.value) if node.value is not None else 0
+        if not isinstance(node.target, ast.Name):
+            return self._assign(node.target, value, False)
+        if isinstance(value, Matrix):
+            self.frame.scopes[-1][node.target.id] = self._new_var(value, dtype)
+        else:
+            self.frame.scopes[-1][node.target.id] = self._new_var(ops.cast(value, dtype) if ops.is_value(value) else value, dtype)
+
+    def _assign(self, target, value, is_static=False):
+        if isinstance(target, ast.Name):
+            return self._assign_name(target, value, is_static)
+        if isinstance(target, (ast.Tuple, ast.List)):
+            items = value.entries if isinstance(value, Matrix) else list(value)
+            if len(items) != len(target.elts):
+                raise self.error(target, f'cannot unpack {len(items)} values into {len(target.elts)} names')
+            for t, v in zip(target.elts, items):
+                self._assign(t, v, is_static)
+            return
+        if isinstance(target, ast.Subscript):
+            return self._assign_subscript(target, value)
+        if isinstance(target, ast.Attribute):
+            owner = self._lookup_var(target.value)
+            comp = 'xyzw'.index(target.attr) if target.attr in 'xyzw' and len(target.attr) == 1 else None
+            if isinstance(owner, MatVar) and comp is not None:
+                return owner.vars[comp].store(value)
+            raise self.error(target, f'cannot assign to attribute {target.attr}')
+        raise self.error(target, f'cannot assign to {_describe(target)}')
+
+    def _in_parallel_loop(self):
+        return any(loop.kind == 'parallel' for loop in self.loops)
+
+    def _shared(self, var):
+        """A kernel-scope local seen from inside a parallel loop: all threads share it."""
+        return isinstance(var, Var) and not var.in_parallel_loop and self._in_parallel_loop()
+
+    def _lookup_var(self, node):
+        if isinstance(node, ast.Name):
+            try:
+                return self.frame.lookup(node.id)
+            except KeyError:
+                raise self.error(node, f"name '{node.id}' is not defined", TaichiNameError) from None
+        return None
+
+    def _assign_name(self, target, value, is_static):
+        name = target.id
+        for scope in reversed(self.frame.scopes):
+            if name in scope and isinstance(scope[name], (Var, MatVar)):
+                var = scope[name]
+                if self._shared(var) or isinstance(var, MatVar) and any(map(self._shared, var.vars)):
+                    raise self.error(target, f'`{name}` is defined outside this parallel loop, so all '
+                                             f'threads share it: update it with `{name} += ...` '
+                                             f'(an atomic add) or use a field')
+                var.store(value)
+                return
+        scope = self.frame.scopes[-1]
+        if is_static or not (ops.is_value(value) or isinstance(value, Matrix) or
+                             (ops.is_number(value) and not isinstance(value, bool))):
+            scope[name] = value
+        else:
+            scope[name] = self._new_var(value)
+
+    def _assign_subscript(self, target, value):
+        owner_node = target.value
+        index = self.visit(target.slice)
+        owner_var = self._lookup_var(owner_node) if isinstance(owner_node, ast.Name) else None
+        if isinstance(owner_var, MatVar):
+            return self._store_matvar(target, owner_var, index, value)
+        owner = self.visit(owner_node)
+        if isinstance(owner, (Field, NdarrayArg)):
+            return self._global_write(target, owner, index, value)
+        if isinstance(owner, Matrix) and isinstance(owner_node, ast.Subscript):
+            # f[i][k] = v on a vector field: write one component.
+            base = self.visit(owner_node.value)
+            if isinstance(base, (Field, NdarrayArg)):
+                return self._store_component(target, base, self.visit(owner_node.slice), index, value)
+        if isinstance(owner, (list, dict)) and not ops.is_value(index):
+            owner[index] = value
+            return
+        raise self.error(target, f'cannot assign to an element of {type(owner).__name__}')
+
+    def _store_component(self, node, target, index, comp, value, atomic=None):
+        idx = self._indices(node, target, index)
+        flat = _flat_component(self, node, target.element_shape, comp)
+        v = ops.as_value(value, target.dtype)
+        if atomic:
+            return ops.emit('atomic', idx + [v], target.dtype, target=target, component=flat, kind=atomic)
+        self.builder.emit('global_store', idx + [v], target=target, component=flat)
+
+    def _store_matvar(self, node, var, index, value):
+        idx = index if isinstance(index, tuple) else (index,)
+        if any(ops.is_value(i) for i in idx):
+            flat_rt = 0
+            for i, n in zip(idx, var.shape):
+                flat_rt = flat_rt * n + i
+            for k, v in enumerate(var.vars):
+                v.store(ops.select(flat_rt == k, value, v.load()))
+            return
+        if len(idx) == 1 and len(var.shape) == 2:
+            row = idx[0]
+            m = var.shape[1]
+            MatVar((m,), var.vars[row * m:(row + 1) * m]).store(value)
+            return
+        flat = _flat_component(self, node, var.shape, idx)
+        var.vars[flat].store(value)
+
+    def visit_AugAssign(self, node):
+        op = _BINOPS[type(node.op)]
+        target = node.target
+        value = self.visit(node.value)
+        if isinstance(target, ast.Name) and isinstance(node.op, (ast.Add, ast.Sub)):
+            var = self._lookup_var(target)
+            if self._shared(var):
+                kind = 'add' if isinstance(node.op, ast.Add) else 'sub'
+                ops.emit('local_atomic', [var.alloca, ops.as_value(value, var.dtype)], var.dtype, kind=kind)
+                return
+        if isinstance(target, ast.Subscript):
+            owner = self._lookup_var(target.value) if isinstance(target.value, ast.Name) else None
+            if not isinstance(owner, MatVar):
+                base = self.visit(target.value)
+                kind = {ast.Add: 'add', ast.Sub: 'sub'}.get(type(node.op))
+                if isinstance(base, (Field, NdarrayArg)) and kind:
+                    self._global_write(node, base, self.visit(target.slice), value, atomic=kind)
+                    return
+                if isinstance(base, Matrix) and kind and isinstance(target.value, ast.Subscript):
+                    field = self.visit(target.value.value)
+                    if isinstance(field, (Field, NdarrayArg)):
+                        self._store_component(node, field, self.visit(target.value.slice),
+                                              self.visit(target.slice), value, atomic=kind)
+                        return
+        current = self.visit(_as_load(target))
+        result = op(current, value)
+        if result is NotImplemented:
+            raise self.error(node, 'unsupported operands for augmented assignment', TaichiTypeError)
+        self._assign(target, result)
+
+    def visit_If(self, node):
+        cond = self.visit(node.test)
+        if isinstance(cond, Matrix):
+            raise self.error(node.test, 'the condition of an `if` must be a scalar')
+        if not ops.is_value(cond):
+            self._in_scope(node.body if cond else node.orelse)
+            return
+        then_block, else_block = Block(), Block()
+        self.builder.emit('if', [ops.truth(cond)], then=then_block, **{'else': else_block})
+        with self.builder.open(then_block):
+            self._in_scope(node.body)
+        with self.builder.open(else_block):
+            self._in_scope(node.orelse)
+
+    def visit_While(self, node):
+        if node.orelse:
+            raise self.error(node, '`while ... else` is not supported in kernels')
+        body = Block()
+        self.builder.emit('while', [], body=body)
+        self.loops.append(Loop('serial'))
+        try:
+            with self.builder.open(body):
+                cond = self.visit(node.test)
+                if ops.is_value(cond):
+                    stop = Block()
+                    self.builder.emit('if', [ops.unary('logical_not', ops.truth(cond))],
+                                      then=stop, **{'else': Block()})
+                    with self.builder.open(stop):
+                        self.builder.emit('break')
+                elif not cond:
+                    self.builder.emit('break')
+                self._in_scope(node.body)
+        finally:
+            self.loops.pop()
+
+    def visit_Break(self, node):
+        self._loop_jump(node, 'break')
+
+    def visit_Continue(self, node):
+        self._loop_jump(node, 'continue')
+
+    def _loop_jump(self, node, kind):
+        if not self.loops:
+            raise self.error(node, f'`{kind}` outside a loop')
+        loop = self.loops[-1]
+        if loop.kind == 'static':
+            raise self.error(node, f'`{kind}` is not supported in a ti.static loop')
+        if loop.kind == 'parallel':
+            raise self.error(node, f'`{kind}` is not supported in the outermost (parallel) loop of a '
+                                   f'kernel; use it in an inner serial loop or ti.loop_config(serialize=True)')
+        self.builder.emit(kind)
+
+    def visit_For(self, node):
+        if node.orelse:
+            raise self.error(node, '`for ... else` is not supported in kernels')
+        iter_node = node.iter
+        if _is_static_call(self, iter_node):
+            iterable = self.visit(iter_node)
+            return self._static_for(node, _static_iterable(self, iter_node, iterable))
+        iterable = self.visit(iter_node)
+        if isinstance(iterable, range):
+            return self._range_for(node, iterable.start, iterable.stop, iterable.step)
+        if isinstance(iterable, RuntimeRange):
+            return self._range_for(node, iterable.start, iterable.stop, iterable.step)
+        if isinstance(iterable, Grouped):
+            return self._ndrange_for(node, _dims_of(self, node, iterable.source), grouped=True)
+        if isinstance(iterable, NdRange):
+            return self._ndrange_for(node, iterable.dims, grouped=False)
+        if isinstance(iterable, Field):
+            if not iterable.placed:
+                _raise_unplaced(self, node, iterable)
+            return self._ndrange_for(node, [(0, n) for n in iterable.shape], grouped=False)
+        if isinstance(iterable, (list, tuple, Matrix)):
+            return self._static_for(node, list(iterable))
+        raise self.error(iter_node, f'cannot loop over {type(iterable).__name__} in a kernel')
+
+    def _static_for(self, node, items):
+        self.loops.append(Loop('static'))
+        try:
+            for item in items:
+                bindings = {}
+                _bind_target(self, node.target, item, bindings)
+                self._in_scope(node.body, bindings)
+        finally:
+            self.loops.pop()
+
+    def _is_top_level(self):
+        return self.builder.block is self.builder.root and len(self.frames) >= 1 and \
+            all(loop.kind == 'static' for loop in self.loops)
+
+    def _open_loop(self, begin, end):
+        """Emit a `for` over [begin, end) with an i32 index; return (index, body)."""
+        parallel = self._is_top_level() and not LoopConfig.serialize
+        LoopConfig.serialize = False
+        begin, end = ops.as_value(begin, T.i32), ops.as_value(end, T.i32)
+        body = Block()
+        index = ops.Value('loop_index', (), T.i32)
+        self.builder.emit('for', [begin, end], body=body, index=index, parallel=parallel)
+        return index, body, Loop('parallel' if parallel else 'serial')
+
+    def _range_for(self, node, start, stop, step):
+        if ops.is_value(step):
+            raise self.error(node.iter, 'the step of a range() must be a compile-time constant')
+        if step == 0:
+            raise self.error(node.iter, 'range() step must not be zero')
+        if not isinstance(node.target, ast.Name):
+            raise self.error(node.target, 'a range() loop binds one name')
+        if step == 1:
+            count_begin, count_end = start, stop
+        else:
+            count_begin, count_end = 0, (stop - start + (step - (1 if step > 0 else -1))) // step
+            count_end = tmath.max(count_end, 0)
+        index, body, loop = self._open_loop(count_begin, count_end)
+        self.loops.append(loop)
+        try:
+            with self.builder.open(body):
+                value = index if step == 1 else start + index * step
+                self._in_scope(node.body, {node.target.id: value})
+        finally:
+            self.loops.pop()
+
+    def _ndrange_for(self, node, dims, grouped):
+        begins = [d[0] for d in dims]
+        sizes = [d[1] - d[0] for d in dims]
+        total = 1
+        for s in sizes:
+            total = total * s
+        index, body, loop = self._open_loop(0, total)
+        self.loops.append(loop)
+        try:
+            with self.builder.open(body):
+                coords, rest = [], index
+                for axis in reversed(range(len(sizes))):
+                    if axis == 0:
+                        coords.append(rest)
+                    else:
+                        coords.append(rest % sizes[axis] if not _is_one(sizes[axis]) else 0)
+                        rest = rest // sizes[axis]
+                coords = [c + b if not (isinstance(b, int) and b == 0) else c
+                          for c, b in zip(reversed(coords), begins)]
+                coords = [ops.as_value(c, T.i32) for c in coords]
+                bindings = {}
+                if grouped:
+                    if not isinstance(node.target, ast.Name):
+                        raise self.error(node.target, 'ti.grouped binds one name')
+                    bindings[node.target.id] = Matrix._make((len(coords),), coords)
+                else:
+                    names = node.target.elts if isinstance(node.target, ast.Tuple) else [node.target]
+                    if len(names) != len(coords):
+                        raise self.error(node.target, f'this loop has {len(coords)} indices, '
+                                                      f'but binds {len(names)} name(s)')
+                    for t, c in zip(names, coords):
+                        bindings[t.id] = c
+                self._in_scope(node.body, bindings)
+        finally:
+            self.loops.pop()
+
+    def visit_Return(self, node):
+        value = self.visit(node.value) if node.value is not None else None
+        if len(self.frames) > 1:
+            frame = self.frame
+            if self.builder.block is not frame.body_block or any(
+                    loop.kind != 'static' for loop in self.loops[frame.loop_depth:]):
+                raise self.error(node, '`return` inside run-time control flow of a ti.func is not '
+                                       'supported: assign to a variable and return it at the end')
+            frame.return_value = value
+            frame.has_returned = True
+            return
+        if self.return_type is None:
+            if value is None:
+                self.builder.emit('return', [])
+                return
+            raise self.error(node, 'this kernel returns a value but has no return type annotation',
+                             TaichiTypeError)
+        if any(loop.kind != 'static' for loop in self.loops):
+            raise self.error(node, '`return` inside a loop is not supported in kernels')
+        if isinstance(value, Matrix):
+            raise self.error(node, 'kernels return scalars only', TaichiTypeError)
+        self.builder.emit('return', [ops.as_value(value, self.return_type)])
+
+    def visit_Assert(self, node):
+        cond = self.visit(node.test)
+        if not ops.is_value(cond):
+            if not cond:
+                raise self.error(node, 'assertion is false at compile time')
+            return
+        # Run-time assertions are not compiled (Taichi checks them in debug mode only).
+
+    # --- ti.func inlining -------------------------------------------------------------
+    def inline(self, node, func, args, kwargs):
+        source = func.source
+        params = list(func.signature.parameters.values())
+        try:
+            bound = func.signature.bind(*args, **kwargs)
+        except TypeError as exc:
+            raise self.error(node, f'{func.fn.__name__}(): {exc}', TaichiTypeError) from None
+        bound.apply_defaults()
+        scope = {}
+        for p in params:
+            value = bound.arguments[p.name]
+            if _is_template_annotation(p.annotation):
+                scope[p.name] = value
+            else:
+                scope[p.name] = self._bind_param(value)
+        if len(self.frames) > 64:
+            raise self.error(node, 'recursion is not supported in ti.func')
+        frame = FunctionContext(source, scope)
+        frame.body_block = self.builder.block
+        frame.loop_depth = len(self.loops)
+        self.frames.append(frame)
+        try:
+            self._visit_body(source.node.body)
+        finally:
+            self.frames.pop()
+        return frame.return_value
+
+
+def tmath_and(a, b):
+    if not ops.is_value(a) and not ops.is_value(b):
+        return a and b
+    return ops.binary('logical_and', a, b)
+
+
+class RuntimeRange:
+    """`range(...)` with run-time bounds."""
+
+    def __init__(self, *args):
+        if len(args) == 1:
+            args = (0, args[0])
+        self.start, self.stop = args[0], args[1]
+        self.step = args[2] if len(args) > 2 else 1
+
+
+def _range(*args):
+    if any(ops.is_value(a) for a in args):
+        return RuntimeRange(*args)
+    return builtins.range(*args)
+
+
+_BUILTINS['range'] = _range
+
+
+def _is_one(x):
+    return not ops.is_value(x) and x == 1
+
+
+def _flat_component(kb, node, shape, comp):
+    comp = comp if isinstance(comp, tuple) else (comp,)
+    if any(ops.is_value(c) for c in comp):
+        raise kb.error(node, 'writing a matrix component needs constant indices')
+    if len(comp) != len(shape):
+        raise kb.error(node, f'component index {comp} does not match element shape {shape}')
+    flat = 0
+    for c, n in zip(comp, shape):
+        flat = flat * n + c
+    return flat
+
+
+def _as_load(target):
+    node = type(target)(**{f: getattr(target, f) for f in target._fields})
+    node.ctx = ast.Load()
+    ast.copy_location(node, target)
+    return node
+
+
+def _raise_unplaced(kb, node, field):
+    raise kb.error(node, f'field {field.name} is used before it was placed: give it a shape= or '
+                         f'place it with ti.root.dense(...).place({field.name})', TaichiUnplacedError)
+
+
+class TaichiUnplacedError(TaichiCompilationError, RuntimeError):
+    pass
+
+
+def _dims_of(kb, node, source):
+    if isinstance(source, NdRange):
+        return source.dims
+    if isinstance(source, Field):
+        if not source.placed:
+            _raise_unplaced(kb, node, source)
+        return [(0, n) for n in source.shape]
+    if isinstance(source, NdarrayArg):
+        return [(0, n) for n in source.shape]
+    raise kb.error(node, f'ti.grouped takes a field or an ndrange, got {type(source).__name__}')
+
+
+def _is_static_call(kb, node):
+    if not isinstance(node, ast.Call):
+        return False
+    try:
+        fn = kb.visit(node.func) if isinstance(node.func, (ast.Name, ast.Attribute)) else None
+    except TaichiCompilationError:
+        return False
+    return fn is static
+
+
+def _static_iterable(kb, node, iterable):
+    if isinstance(iterable, NdRange):
+        return [tuple(c) for c in itertools.product(*(range(b, e) for b, e in iterable.dims))]
+    if isinstance(iterable, Grouped):
+        dims = _dims_of(kb, node, iterable.source)
+        return [Matrix._make((len(dims),), list(c)) for c in itertools.product(*(range(b, e) for b, e in dims))]
+    if isinstance(iterable, RuntimeRange):
+        raise kb.error(node, 'ti.static(range(...)) needs compile-time bounds')
+    if isinstance(iterable, Matrix):
+        return list(iterable.entries) if iterable.ndim == 1 else list(iterable)
+    return list(iterable)
+
+
+def _bind_target(kb, target, item, bindings):
+    if isinstance(target, ast.Name):
+        bindings[target.id] = item
+    elif isinstance(target, (ast.Tuple, ast.List)):
+        items = item.entries if isinstance(item, Matrix) else list(item)
+        if len(items) != len(target.elts):
+            raise kb.error(target, f'cannot unpack {len(items)} values into {len(target.elts)} names')
+        for t, v in zip(target.elts, items):
+            _bind_target(kb, t, v, bindings)
+    else:
+        raise kb.error(target, f'cannot bind a loop variable to {_describe(target)}')
+
+
+def _is_template_annotation(annotation):
+    return isinstance(annotation, Template) or annotation is Template
+
+
+class Template:
+    """`ti.template()`: the argument is passed at compile time."""
+
+
+def template():
+    return Template()
+
+
+class Func:
+    """`@ti.func`: inlined into the kernels that call it."""
+
+    def __init__(self, fn):
+        self.fn = fn
+        self.signature = inspect.signature(fn)
+        self._source = None
+
+    @property
+    def source(self):
+        if self._source is None:
+            self._source = FunctionSource(self.fn)
+        return self._source
+
+    def __call__(self, *args, **kwargs):
+        raise TaichiSyntaxError(f'ti.func {self.fn.__name__} can only be called from a kernel or another ti.func')
+
+
+def func(fn):
+    return Func(fn)
+
+
+def _describe(node):
+    names = {
+        'Try': '`try` statement', 'TryStar': '`try` statement', 'With': '`with` statement',
+        'AsyncWith': '`async with` statement', 'Lambda': 'lambda expression',
+        'ClassDef': 'class definition', 'FunctionDef': 'nested function definition',
+        'AsyncFunctionDef': 'nested function definition', 'Yield': '`yield`',
+        'YieldFrom': '`yield from`', 'Await': '`await`', 'Global': '`global` statement',
+        'Nonlocal': '`nonlocal` statement', 'SetComp': 'set comprehension',
+        'DictComp': 'dict comprehension', 'Set': 'set display', 'Dict': 'dict display',
+        'Delete': '`del` statement', 'Import': '`import` statement',
+        'ImportFrom': '`import` statement', 'Raise': '`raise` statement', 'Match': '`match` statement',
+        'NamedExpr': 'assignment expression (:=)', 'Starred': 'starred expression',
+    }
+    return names.get(type(node).__name__, f'`{type(node).__name__}`')
+
+
+def _binop_table():
+    return {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+            ast.Div: operator.truediv, ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod,
+            ast.Pow: tmath.pow, ast.MatMult: operator.matmul, ast.BitAnd: operator.and_,
+            ast.BitOr: operator.or_, ast.BitXor: operator.xor, ast.LShift: operator.lshift,
+            ast.RShift: operator.rshift}
+
+
+_BINOPS = _binop_table()
+_COMPARE = {ast.Lt: lambda a, b: a < b, ast.LtE: lambda a, b: a <= b, ast.Gt: lambda a, b: a > b,
+            ast.GtE: lambda a, b: a >= b, ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b,
+            ast.Is: lambda a, b: a is b, ast.IsNot: lambda a, b: a is not b,
+            ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b}
+
+
+def _atomic(kind):
+    def atomic(target, value):
+        raise TaichiSyntaxError(f'ti.atomic_{kind} can only be used inside kernels')
+    atomic._atomic_kind = kind
+    atomic.__name__ = f'atomic_{kind}'
+    return atomic
+
+
+atomic_add, atomic_sub = _atomic('add'), _atomic('sub')
+atomic_min, atomic_max = _atomic('min'), _atomic('max')
+atomic_and, atomic_or, atomic_xor = _atomic('and'), _atomic('or'), _atomic('xor')

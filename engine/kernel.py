@@ -1,0 +1,248 @@
+"""`@ti.kernel`: argument handling, compilation on first use, and launch.
+
+A kernel is compiled once per (template arguments, ndarray kinds) and program;
+a launch packs scalar arguments into a preallocated buffer and calls native
+code through ctypes (which releases the GIL), so the Python work per launch is
+a handful of attribute reads and one `struct.pack_into`.
+"""
+import ctypes
+import inspect
+import itertools
+import operator
+import struct
+import sys
+
+import numpy as np
+
+from . import codegen, jit, ops, runtime
+from . import types as T
+from .errors import SourceLocation, TaichiTypeError
+from .fields import Field, Ndarray
+from .frontend import FunctionSource, KernelBuilder, NdarrayArg, Template
+
+_symbol_ids = itertools.count()
+compile_count = 0   # kernels compiled in this process (tests check laziness with it)
+
+
+class NdarrayType:
+    """`ti.types.ndarray(dtype=None, ndim=None)`."""
+
+    def __init__(self, dtype=None, ndim=None, **_):
+        self.dtype, self.ndim = dtype, ndim
+
+
+class ArgSpec:
+    def __init__(self, name, annotation):
+        self.name = name
+        if isinstance(annotation, Template) or annotation is Template:
+            self.kind, self.dtype = 'template', None
+        elif isinstance(annotation, NdarrayType) or annotation is NdarrayType:
+            self.kind, self.dtype = 'ndarray', None
+        else:
+            dtype = T.resolve(annotation) if annotation is not inspect.Parameter.empty else None
+            if dtype is None:
+                raise TaichiTypeError(f'kernel argument {name!r} needs a type annotation '
+                                      f'(ti.f32, ti.i32, ti.template(), ti.types.ndarray(), ...)')
+            self.kind, self.dtype = 'scalar', dtype
+
+
+def _scalar_format(dtype):
+    code = {('f', 32): 'f4x', ('f', 64): 'd'}.get(('f', dtype.bits)) if dtype.is_float else None
+    if code:
+        return code
+    letters = {8: 'b', 16: 'h', 32: 'i', 64: 'q'}
+    letter = letters[dtype.bits] if dtype.signed else letters[dtype.bits].upper()
+    return letter + 'x' * (8 - dtype.bits // 8)
+
+
+def _as_array(value):
+    return value.data if isinstance(value, Ndarray) else value
+
+
+class Kernel:
+    _is_kernel = True
+
+    def __init__(self, fn):
+        self.fn = fn
+        self.__name__ = self.name = fn.__name__
+        self.__doc__ = fn.__doc__
+        self.signature = inspect.signature(fn)
+        self.specs = [ArgSpec(p.name, p.annotation) for p in self.signature.parameters.values()]
+        ret = self.signature.return_annotation
+        self.return_type = None if ret in (inspect.Signature.empty, None) else T.resolve(ret)
+        self.keyed = [k for k, s in enumerate(self.specs) if s.kind != 'scalar']
+        self._source = None
+        self._cache = {}
+        self._generation = -1
+
+    @property
+    def source(self):
+        if self._source is None:
+            self._source = FunctionSource(self.fn)
+        return self._source
+
+    def location(self):
+        return SourceLocation(self.source.filename, self.source.first_line, 0, None, self.name)
+
+    # --- launch ----------------------------------------------------------------
+    def __call__(self, *args, **kwargs):
+        if kwargs:
+            args = self._bind(args, kwargs)
+        prog = runtime.program()
+        if self._generation != prog.generation:
+            self._cache.clear()
+            self._generation = prog.generation
+        key = tuple(_key_of(self.specs[k], args[k]) for k in self.keyed) if self.keyed else ()
+        compiled = self._cache.get(key)
+        if compiled is None:
+            self._check_args(args)
+            compiled = self._cache[key] = self.compile(args, prog)
+        return compiled.launch(args)
+
+    def _bind(self, args, kwargs):
+        try:
+            bound = self.signature.bind(*args, **kwargs)
+        except TypeError as exc:
+            raise _call_error(self, str(exc)) from None
+        return tuple(bound.arguments[s.name] for s in self.specs)
+
+    def _check_args(self, args):
+        if len(args) != len(self.specs):
+            raise _call_error(self, f'kernel {self.name}() takes {len(self.specs)} argument(s), '
+                                    f'{len(args)} given')
+        for spec, value in zip(self.specs, args):
+            if spec.kind == 'scalar' and not ops.is_number(value):
+                raise _call_error(self, f'argument {spec.name!r} of kernel {self.name}() must be a '
+                                        f'{spec.dtype} scalar, got {type(value).__name__}')
+            if spec.kind == 'ndarray' and not isinstance(value, (np.ndarray, Ndarray)):
+                raise _call_error(self, f'argument {spec.name!r} of kernel {self.name}() must be an '
+                                        f'ndarray (numpy or ti.ndarray), got {type(value).__name__}')
+
+    # --- compilation -------------------------------------------------------------
+    def compile(self, args, prog):
+        global compile_count
+        layout = ArgLayout(self.specs, args, self.return_type)
+        builder = KernelBuilder(self.source)
+        builder.return_type = self.return_type
+        body = builder.build(layout.bind_params)
+        symbol = f'{self.name}_{next(_symbol_ids)}'
+        llvm_ir, entry = codegen.generate(symbol, body, layout.ret_offset, prog.config.debug, prog)
+        address = jit.load_object(jit.compile_ir(llvm_ir), [entry])[entry]
+        compile_count += 1
+        return CompiledKernel(self, address, layout, prog, body)
+
+
+class ArgLayout:
+    """Where each argument lives in the launch buffer (8-byte slots)."""
+
+    def __init__(self, specs, args, return_type):
+        self.specs, self.args = specs, args
+        fmt, offset = '=', 0
+        self.scalar_positions, self.ndarrays = [], []
+        self.ndarray_params = {}
+        self.offsets = {}
+        for k, (spec, value) in enumerate(zip(specs, args)):
+            if spec.kind == 'scalar':
+                self.offsets[k] = offset
+                fmt += _scalar_format(spec.dtype)
+                self.scalar_positions.append(k)
+                offset += 8
+            elif spec.kind == 'ndarray':
+                array = _as_array(value)
+                dtype = T.from_numpy(array.dtype)
+                element_shape = value.element_shape if isinstance(value, Ndarray) else ()
+                ndim = array.ndim - len(element_shape)
+                self.ndarray_params[k] = NdarrayArg(k, spec.name, dtype, ndim, element_shape, offset)
+                self.ndarrays.append((k, offset, ndim))
+                offset += 8 * (1 + ndim)
+        self.scalar_format = fmt
+        self.ret_offset = offset
+        self.return_type = return_type
+        self.size = offset + 8
+
+    def bind_params(self):
+        params = {}
+        for k, (spec, value) in enumerate(zip(self.specs, self.args)):
+            if spec.kind == 'scalar':
+                params[spec.name] = ops.emit('arg', (), spec.dtype, offset=self.offsets[k])
+            elif spec.kind == 'ndarray':
+                params[spec.name] = self.ndarray_params[k]
+            else:
+                params[spec.name] = value
+        return params
+
+
+class CompiledKernel:
+    def __init__(self, kernel, address, layout, prog, body):
+        self.kernel, self.layout, self.program, self.body = kernel, layout, prog, body
+        self.cfunc = jit.cfunc(address, None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
+        self.buffer = ctypes.create_string_buffer(layout.size)
+        self.buffer_address = ctypes.addressof(self.buffer)
+        self.pack = struct.Struct(layout.scalar_format).pack_into
+        n_scalars = len(layout.scalar_positions)
+        all_scalars = n_scalars == len(layout.specs)
+        positions = layout.scalar_positions
+        self.pick = (None if all_scalars else
+                     (lambda args: ()) if n_scalars == 0 else
+                     (lambda args, g=operator.itemgetter(*positions): (g(args),)) if n_scalars == 1 else
+                     operator.itemgetter(*positions))
+        self.nargs = len(layout.specs)
+        rt = layout.return_type
+        self.unpack_return = struct.Struct('=' + _scalar_format(rt)).unpack_from if rt else None
+        self.debug = prog.config.debug
+
+    def launch(self, args):
+        if len(args) != self.nargs:
+            raise _call_error(self.kernel, f'kernel {self.kernel.name}() takes {self.nargs} '
+                                           f'argument(s), {len(args)} given')
+        try:
+            self.pack(self.buffer, 0, *(args if self.pick is None else self.pick(args)))
+        except struct.error as exc:
+            self.kernel._check_args(args)
+            raise _call_error(self.kernel, f'kernel {self.kernel.name}(): {exc}') from None
+        if self.layout.ndarrays:
+            self._pack_ndarrays(args)
+        prog = self.program
+        self.cfunc(prog.field_table.ctypes.data, self.buffer_address, prog.runtime_buffer.ctypes.data)
+        if self.debug:
+            prog.check_errors(self.kernel.name)
+        if self.unpack_return is not None:
+            return self.unpack_return(self.buffer, self.layout.ret_offset)[0]
+
+    def _pack_ndarrays(self, args):
+        for k, offset, ndim in self.layout.ndarrays:
+            array = _as_array(args[k])
+            if not array.flags.c_contiguous:
+                raise _call_error(self.kernel, f'ndarray argument {self.layout.specs[k].name!r} must be '
+                                               f'C-contiguous (use np.ascontiguousarray)')
+            struct.pack_into('=Q' + 'q' * ndim, self.buffer, offset, array.ctypes.data, *array.shape[:ndim])
+
+
+def _key_of(spec, value):
+    if spec.kind == 'ndarray':
+        array = _as_array(value)
+        if not hasattr(array, 'dtype'):
+            return ('bad', type(value))
+        element_shape = value.element_shape if isinstance(value, Ndarray) else ()
+        return (array.dtype.str, array.ndim, element_shape)
+    try:
+        hash(value)
+        return (type(value), value) if not isinstance(value, Field) else value
+    except TypeError:
+        return id(value)
+
+
+def _call_error(kernel, message):
+    """A TaichiTypeError pointing at the user's call of the kernel."""
+    frame = sys._getframe(1)
+    here = __file__
+    while frame is not None and frame.f_code.co_filename == here:
+        frame = frame.f_back
+    loc = None
+    if frame is not None:
+        loc = SourceLocation(frame.f_code.co_filename, frame.f_lineno, 0, None, frame.f_code.co_name)
+    return TaichiTypeError(message + f' (kernel defined at {kernel.location()})', loc)
+
+
+def kernel(fn):
+    return Kernel(fn)

@@ -1,0 +1,272 @@
+"""Polar decomposition and SVD of 2x2 and 3x3 matrices (`ti.svd`, `ti.polar_decompose`).
+
+Everything is straight-line code made of +, -, *, /, sqrt/rsqrt, abs, min/max
+and select, so it runs on Python floats (Python scope) and on IR values
+(kernels), and the engine's autodiff can differentiate it. Two rules follow:
+
+* no Python branching on entries: conditions become `select`;
+* both sides of a `select` are always evaluated (eagerly in Python, and by the
+  adjoint pass, where 0 * inf = NaN), so a guarded branch must itself stay
+  finite, with a finite derivative. Guards therefore clamp the *argument* of
+  sqrt/rsqrt/division, never just the result.
+
+Conventions (Taichi's): U and V are rotations (det +1); singular values are in
+decreasing order and the last one carries the sign of det(A) when it is
+negative, so A = U @ S @ V.transpose() always holds with rotations.
+"""
+import math as _pymath
+
+from . import math as tm
+from . import ops
+from . import types as T
+from .errors import TaichiTypeError
+from .matrix import Matrix
+
+# Guard thresholds per float width: (TINY, TINY2). Values below TINY count as
+# zero where we divide by them, values below TINY2 where we take rsqrt; both
+# keep the derivatives 1/x^2 and x^-1.5 finite in the type.
+_GUARDS = {32: (1e-18, 1e-24), 64: (1e-150, 1e-200)}
+# Jacobi sweeps of the 3x3 SVD: 4 is the paper's choice for f32; f64 needs
+# more to converge to its precision (see tests/test_linalg_python.py).
+_SWEEPS = {32: 4, 64: 8}
+
+# Approximate Givens rotations (McAdams et al. 2011): use the first-order
+# half angle unless it exceeds pi/8, then rotate by exactly pi/4.
+_GAMMA = 3.0 + 2.0 * _pymath.sqrt(2.0)          # cot(pi/8)^2
+_COS_PI_8 = _pymath.cos(_pymath.pi / 8)
+_SIN_PI_8 = _pymath.sin(_pymath.pi / 8)
+
+
+class _Config:
+    """Float type of the computation, its guards and sweep count."""
+
+    def __init__(self, bits):
+        self.tiny, self.tiny2 = _GUARDS[bits]
+        self.sweeps = _SWEEPS[bits]
+
+
+# ----------------------------------------------------------------------------
+# Public API
+
+def polar_decompose(A, dt=None):
+    """(U, P) with A = U @ P, U a rotation and P symmetric."""
+    A, cfg = _prepare(A, dt, 'polar_decompose')
+    if A.n == 2:
+        return _polar2(A, cfg)
+    U, S, V = _svd3(A, cfg)
+    return U @ V.transpose(), _sandwich(V, [S[i, i] for i in range(3)])
+
+
+def svd(A, dt=None):
+    """(U, S, V) with A = U @ S @ V.transpose(), U and V rotations, S diagonal."""
+    A, cfg = _prepare(A, dt, 'svd')
+    return _svd2(A, cfg) if A.n == 2 else _svd3(A, cfg)
+
+
+def _prepare(A, dt, what):
+    """A as a float matrix of the working type, and the config for that type."""
+    if not isinstance(A, Matrix):
+        A = Matrix(A)
+    if A.shape not in ((2, 2), (3, 3)):
+        raise TaichiTypeError(f'{what} supports 2x2 and 3x3 matrices, got shape {A.shape}')
+    dtype = T.resolve(dt) if dt is not None else _entry_float_type(A)
+    if dtype is None:                   # plain Python numbers: double precision
+        return A.map(float), _Config(64)
+    if not dtype.is_float:
+        raise TaichiTypeError(f'{what} needs a float dtype, got {dtype}')
+    return A.cast(dtype), _Config(dtype.bits)
+
+
+def _entry_float_type(A):
+    for e in A.entries:
+        if ops.is_value(e):
+            return e.dtype if e.dtype.is_float else T.defaults.fp
+    return None
+
+
+# ----------------------------------------------------------------------------
+# Scalar helpers
+
+def _unit2(x, y, tiny):
+    """(c, s, r): the unit vector along (x, y) and its length r.
+
+    Scale-safe (no under/overflow of x*x + y*y); (1, 0, 0) for a zero vector.
+    """
+    m = tm.max(tm.abs(x), tm.abs(y))
+    ok = m > tiny
+    inv_m = 1.0 / tm.select(ok, m, 1.0)
+    xs, ys = x * inv_m, y * inv_m
+    # Whenever ok, xs^2 + ys^2 is in [1, 2]: the clamp only keeps the unused
+    # branch (a zero vector) away from rsqrt(0).
+    q = tm.max(xs * xs + ys * ys, 0.5)
+    inv_n = tm.rsqrt(q)
+    c = tm.select(ok, xs * inv_n, 1.0)
+    s = tm.select(ok, ys * inv_n, 0.0)
+    r = tm.select(ok, m * q * inv_n, 0.0)
+    return c, s, r
+
+
+def _rotate_pair(u, v, c, s):
+    """(c*u + s*v, c*v - s*u): a plane rotation of two rows or columns."""
+    return c * u + s * v, c * v - s * u
+
+
+def _sandwich(V, d):
+    """V @ diag(d) @ V^T, built exactly symmetric."""
+    n = V.n
+    out = [[None] * n for _ in range(n)]
+    for i in range(n):
+        for j in range(i, n):
+            terms = [V[i, k] * d[k] * V[j, k] for k in range(n)]
+            total = terms[0]
+            for t in terms[1:]:
+                total = total + t
+            out[i][j] = out[j][i] = total
+    return Matrix._make((n, n), [x for row in out for x in row])
+
+
+# ----------------------------------------------------------------------------
+# 2x2: closed forms
+
+def _polar2(A, cfg):
+    """Taichi's closed form: U is the rotation by the angle of
+    (a00 + a11, a10 - a01), which makes U^T A symmetric."""
+    a, b, c, d = A.entries
+    co, si, _ = _unit2(a + d, c - b, cfg.tiny)
+    U = Matrix._make((2, 2), [co, -si, si, co])
+    return U, U.transpose() @ A
+
+
+def _svd2(A, cfg):
+    """A = R P (polar), then P = W diag(l1, l2) W^T (symmetric eigen): U = R W.
+
+    trace(P) = |(a00 + a11, a10 - a01)| >= 0 and det(P) = det(A), so
+    l1 = mean + r >= |l2|, and l2 < 0 exactly when det(A) < 0.
+    """
+    R, P = _polar2(A, cfg)
+    p00, p01, p10, p11 = P.entries
+    mean = (p00 + p11) * 0.5
+    # (cos 2t, sin 2t) of the eigenvector angle t, and the half spread r.
+    c2, s2, r = _unit2((p00 - p11) * 0.5, (p01 + p10) * 0.5, cfg.tiny)
+    # Half angle: (1 + c2, s2) and (s2, 1 - c2) are both parallel to
+    # (cos t, sin t); take the one without cancellation. Its norm is >= 1.
+    pos = c2 >= 0
+    vx = tm.select(pos, 1.0 + c2, s2)
+    vy = tm.select(pos, s2, 1.0 - c2)
+    inv = tm.rsqrt(vx * vx + vy * vy)
+    c, s = vx * inv, vy * inv
+    W = Matrix._make((2, 2), [c, -s, s, c])
+    S = Matrix._make((2, 2), [mean + r, 0.0, 0.0, mean - r])
+    return R @ W, S, W
+
+
+# ----------------------------------------------------------------------------
+# 3x3: McAdams, Selle, Tamstorf, Teran, Sifakis (2011)
+
+def _svd3(A, cfg):
+    """Jacobi eigenvectors V of A^T A, columns of A V sorted by norm, then a
+    Givens QR A V = U R whose diagonal is the singular values."""
+    A, scale = _normalized(A, cfg)
+    S = [[None] * 3 for _ in range(3)]                                      # A^T A
+    for i in range(3):
+        for j in range(i, 3):
+            S[i][j] = S[j][i] = _column_dot(A, A, i, j)
+    q = [1.0, 0.0, 0.0, 0.0]
+    for _ in range(cfg.sweeps):
+        for p, r, k in ((0, 1, 2), (1, 2, 0), (2, 0, 1)):
+            _jacobi_rotation(S, q, p, r, k, cfg)
+    V = _quat_to_rows(q)
+    B = [[A[i, 0] * V[0][j] + A[i, 1] * V[1][j] + A[i, 2] * V[2][j]
+          for j in range(3)] for i in range(3)]                             # A V
+    _sort_columns(B, V)
+    U = [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]
+    for p, r in ((0, 1), (0, 2), (1, 2)):
+        _givens_qr_step(B, U, p, r, cfg)
+    sigma = [B[i][i] * scale for i in range(3)]
+    S = Matrix._make((3, 3), [sigma[i] if i == j else 0.0 for i in range(3) for j in range(3)])
+    return _rows_matrix(U), S, _rows_matrix(V)
+
+
+def _column_dot(A, B, i, j):
+    """(A^T B)[i, j] of 3x3 matrices."""
+    return A[0, i] * B[0, j] + A[1, i] * B[1, j] + A[2, i] * B[2, j]
+
+
+def _normalized(A, cfg):
+    """A / max|a_ij| and that scale (1 for a zero matrix).
+
+    Makes every later threshold relative, and keeps A^T A from under- or
+    overflowing in f32.
+    """
+    m = tm.max(*[tm.abs(e) for e in A.entries])
+    scale = tm.select(m > cfg.tiny, m, 1.0)
+    inv = 1.0 / scale
+    return A.map(lambda e: e * inv), scale
+
+
+def _jacobi_rotation(S, q, p, r, k, cfg):
+    """Conjugate the symmetric S by an approximate Givens rotation in the
+    (p, r) plane (about axis k), and append that rotation to quaternion q."""
+    a, d, b = S[p][p], S[r][r], S[p][r]
+    # Half angle to first order: tan(t/2) ~ b / (2 (a - d)). Outside its
+    # range (and for a ~ d, b ~ 0) rotate by pi/4 instead, as the paper does.
+    ch, sh = 2.0 * (a - d), b
+    use = _GAMMA * sh * sh + cfg.tiny2 < ch * ch
+    w = tm.rsqrt(tm.max(ch * ch + sh * sh, cfg.tiny2))
+    ch = tm.select(use, w * ch, _COS_PI_8)
+    sh = tm.select(use, w * sh, _SIN_PI_8)
+    c, s = ch * ch - sh * sh, 2.0 * ch * sh          # the full angle
+    cc, ss, cs = c * c, s * s, c * s
+    S[p][p] = cc * a + 2.0 * cs * b + ss * d
+    S[r][r] = ss * a - 2.0 * cs * b + cc * d
+    S[p][r] = S[r][p] = (cc - ss) * b + cs * (d - a)
+    S[p][k], S[r][k] = _rotate_pair(S[p][k], S[r][k], c, s)
+    S[k][p], S[k][r] = S[p][k], S[r][k]
+    _quat_mul_axis(q, ch, sh, k)
+
+
+def _quat_mul_axis(q, ch, sh, k):
+    """q <- q * (ch + sh e_k), in place. q = [w, x, y, z]."""
+    i, j = (k + 1) % 3, (k + 2) % 3
+    w, v = q[0], q[1:]
+    q[0] = ch * w - sh * v[k]
+    q[1 + k] = ch * v[k] + sh * w
+    q[1 + i] = ch * v[i] + sh * v[j]
+    q[1 + j] = ch * v[j] - sh * v[i]
+
+
+def _quat_to_rows(q):
+    """Rotation matrix (list of rows) of a quaternion, normalizing it."""
+    w, x, y, z = q
+    two = 2.0 / (w * w + x * x + y * y + z * z)       # |q| stays ~1
+    return [[1.0 - two * (y * y + z * z), two * (x * y - w * z), two * (x * z + w * y)],
+            [two * (x * y + w * z), 1.0 - two * (x * x + z * z), two * (y * z - w * x)],
+            [two * (x * z - w * y), two * (y * z + w * x), 1.0 - two * (x * x + y * y)]]
+
+
+def _sort_columns(B, V):
+    """Sort the columns of B = A V by decreasing norm, permuting V alike.
+
+    A swap negates one column so that det(V) stays +1.
+    """
+    norms = [B[0][j] * B[0][j] + B[1][j] * B[1][j] + B[2][j] * B[2][j] for j in range(3)]
+    for i, j in ((0, 1), (0, 2), (1, 2)):
+        swap = norms[i] < norms[j]
+        for M in (B, V):
+            for row in M:
+                row[i], row[j] = tm.select(swap, row[j], row[i]), tm.select(swap, -row[i], row[j])
+        norms[i], norms[j] = tm.select(swap, norms[j], norms[i]), tm.select(swap, norms[i], norms[j])
+
+
+def _givens_qr_step(B, U, p, r, cfg):
+    """Zero B[r][p] by rotating rows p, r of B; U absorbs the inverse rotation
+    (columns p, r), so U @ B is unchanged. B[p][p] becomes >= 0."""
+    c, s, _ = _unit2(B[p][p], B[r][p], cfg.tiny)
+    for col in range(p, 3):
+        B[p][col], B[r][col] = _rotate_pair(B[p][col], B[r][col], c, s)
+    for row in U:
+        row[p], row[r] = _rotate_pair(row[p], row[r], c, s)
+
+
+def _rows_matrix(rows):
+    return Matrix._make((len(rows), len(rows[0])), [x for row in rows for x in row])

@@ -1,0 +1,116 @@
+"""Process-wide program state: configuration, the field table, error slots.
+
+Kernels receive three pointers: the field table (one data address per field),
+their argument buffer, and the runtime buffer below (error reporting and the
+random-number launch counter).
+"""
+import os
+
+import numpy as np
+
+from . import threadpool
+from . import types as T
+from .errors import TaichiIndexError, TaichiRuntimeError
+
+# Slots of the runtime buffer (int64 words).
+RT_ERROR_FLAG = 0       # 0: none; otherwise an ERROR_* code
+RT_ERROR_LOC = 1        # index into Program.locations
+RT_ERROR_FIELD = 2      # field id (or -1-arg for ndarrays)
+RT_RNG_COUNTER = 3      # launches so far, mixed into each launch's random stream
+RT_RNG_SEED = 4
+RT_ERROR_INDEX = 8      # up to 8 index values
+RT_WORDS = 16
+
+ERROR_INDEX = 1
+
+
+class Config:
+    def __init__(self, default_fp=T.f32, default_ip=T.i32, debug=False,
+                 cpu_max_num_threads=None, random_seed=0, **ignored):
+        self.default_fp = T.resolve(default_fp)
+        self.default_ip = T.resolve(default_ip)
+        self.debug = bool(debug)
+        self.num_threads = int(cpu_max_num_threads or os.cpu_count() or 1)
+        self.random_seed = int(random_seed)
+
+
+class Program:
+    """Everything `ti.init` creates and `ti.reset` throws away."""
+    generation = 0
+
+    def __init__(self, config: Config):
+        Program.generation += 1
+        self.generation = Program.generation
+        self.config = config
+        self.fields = []
+        self.field_table = np.zeros(64, dtype=np.uint64)
+        self.runtime_buffer = np.zeros(RT_WORDS, dtype=np.int64)
+        self.runtime_buffer[RT_RNG_SEED] = config.random_seed
+        self.locations = []           # source locations that native code reports by index
+        self._location_ids = {}
+
+    def register_field(self, field):
+        """Give a field the next slot of the field table."""
+        field.id = len(self.fields)
+        self.fields.append(field)
+        if field.id >= len(self.field_table):
+            grown = np.zeros(2 * len(self.field_table), dtype=np.uint64)
+            grown[:len(self.field_table)] = self.field_table
+            self.field_table = grown
+        return field.id
+
+    def set_field_address(self, field, array):
+        self.field_table[field.id] = array.ctypes.data
+
+    def location_id(self, loc):
+        key = (loc.filename, loc.lineno, loc.col) if loc else None
+        if key not in self._location_ids:
+            self._location_ids[key] = len(self.locations)
+            self.locations.append(loc)
+        return self._location_ids[key]
+
+    def check_errors(self, kernel_name):
+        """After a debug-mode launch: turn an error recorded by native code into an exception."""
+        rt = self.runtime_buffer
+        if rt[RT_ERROR_FLAG] == 0:
+            return
+        code, loc = int(rt[RT_ERROR_FLAG]), self.locations[int(rt[RT_ERROR_LOC])]
+        field = self.fields[int(rt[RT_ERROR_FIELD])] if rt[RT_ERROR_FIELD] >= 0 else None
+        rt[RT_ERROR_FLAG] = 0
+        if code == ERROR_INDEX:
+            ndim = len(field.shape)
+            index = tuple(int(v) for v in rt[RT_ERROR_INDEX:RT_ERROR_INDEX + ndim])
+            where = f'\n{loc.render()}\n' if loc else ' '
+            raise TaichiIndexError(
+                f'{where}in kernel {kernel_name}: index {index} is out of range for '
+                f'field {field.name} of shape {field.shape}')
+        raise TaichiRuntimeError(f'kernel {kernel_name} reported error {code}')
+
+
+_program = None
+
+
+def program() -> Program:
+    global _program
+    if _program is None:
+        init()
+    return _program
+
+
+def init(arch=None, **kwargs):
+    """`ti.init`: start a fresh program (all fields and compiled kernels are dropped)."""
+    global _program
+    config = Config(**kwargs)
+    T.defaults.fp, T.defaults.ip = config.default_fp, config.default_ip
+    _program = Program(config)
+    threadpool.install(config.num_threads)
+    return _program
+
+
+def reset():
+    global _program
+    _program = None
+
+
+def has_program():
+    return _program is not None

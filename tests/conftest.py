@@ -1,0 +1,22 @@
+"""Shared fixtures for the engine test suite.
+
+`ti_init` gives a test a fresh default runtime (the core test modules request
+it for every test through `pytestmark`); `fp` additionally parametrizes a test
+over default_fp = f32 / f64 and re-initializes with that default.
+"""
+import pytest
+
+import engine as ti
+
+
+@pytest.fixture
+def ti_init():
+    ti.init(arch=ti.cpu)
+    yield
+
+
+@pytest.fixture(params=['f32', 'f64'])
+def fp(request, ti_init):
+    dt = getattr(ti, request.param)
+    ti.init(arch=ti.cpu, default_fp=dt)
+    return dt

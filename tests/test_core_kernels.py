@@ -1,0 +1,601 @@
+"""Kernel arguments and returns, ti.func, compile-time Python, statements, control flow and loops."""
+import numpy as np
+import pytest
+
+import engine as ti
+
+pytestmark = pytest.mark.usefixtures('ti_init')
+
+SCALE = 3
+FLAG_ON = True
+OFFSETS = [1.0, 2.5, 4.0]
+
+
+# --------------------------------------------------------------------------- arguments and returns
+
+@ti.kernel
+def k_scalar_args(x: ti.f32, n: ti.i32) -> ti.f32:
+    return x * n + 0.5
+
+
+@ti.kernel
+def k_float_arg(v: float) -> float:
+    return v * 3.0
+
+
+@ti.kernel
+def k_int_arg(n: int) -> int:
+    return n * 2 + 1
+
+
+@ti.kernel
+def k_typed_args(a: ti.i64, b: ti.f64, c: ti.u8, d: ti.i8) -> ti.f64:
+    return a + b + c + d
+
+
+@ti.kernel
+def k_no_return(x: ti.template(), v: ti.i32):
+    x[None] = v
+
+
+@ti.kernel
+def k_return_field(x: ti.template()) -> ti.i32:
+    return x[None] * 2
+
+
+@ti.kernel
+def k_template_int(x: ti.template(), n: ti.template()):
+    for i in range(n):
+        x[i] = n * 10 + i
+
+
+def test_scalar_args_and_return():
+    assert k_scalar_args(1.5, 3) == 5.0
+    assert k_scalar_args(-2.0, 4) == -7.5
+    assert isinstance(k_scalar_args(1.0, 1), float)
+    assert k_scalar_args(2, 2) == 4.5          # a Python int for an f32 arg is converted
+
+
+def test_python_float_annotation_means_default_fp(fp):
+    got = k_float_arg(0.1)
+    if fp == ti.f32:
+        assert got == float(np.float32(0.1) * np.float32(3.0))
+        assert got != 0.1 * 3.0
+    else:
+        assert got == 0.1 * 3.0
+
+
+def test_python_int_annotation_means_default_ip():
+    assert k_int_arg(2 ** 30) == -2 ** 31 + 1           # i32 wraps
+    ti.init(arch=ti.cpu, default_ip=ti.i64)
+    assert k_int_arg(2 ** 40) == 2 ** 41 + 1
+    assert isinstance(k_int_arg(3), int)
+
+
+def test_typed_scalar_args():
+    assert k_typed_args(2 ** 40, 0.5, 200, -100) == 2 ** 40 + 0.5 + 200 - 100
+
+
+def test_kernel_without_return_returns_none():
+    x = ti.field(ti.i32, shape=())
+    assert k_no_return(x, 42) is None
+    assert x[None] == 42
+    assert k_return_field(x) == 84
+
+
+def test_template_python_int_is_compile_time_constant():
+    x = ti.field(ti.i32, shape=8)
+    k_template_int(x, 3)
+    assert x.to_numpy().tolist() == [30, 31, 32, 0, 0, 0, 0, 0]
+    k_template_int(x, 5)
+    assert x.to_numpy().tolist() == [50, 51, 52, 53, 54, 0, 0, 0]
+
+
+# --------------------------------------------------------------------------- ti.func
+
+@ti.func
+def sq(a):
+    return a * a
+
+
+@ti.func
+def hyp(a, b):
+    return ti.sqrt(sq(a) + sq(b))
+
+
+@ti.func
+def make_vec(a):
+    return ti.Vector([a, 2 * a, 3 * a])
+
+
+@ti.func
+def make_mat(a):
+    return ti.Matrix([[a, 0.0], [1.0, a * a]])
+
+
+@ti.func
+def vlen2(v):
+    return v.dot(v)
+
+
+@ti.func
+def field_sum(f, n):
+    s = 0.0
+    for k in range(n):
+        s += f[k]
+    return s
+
+
+@ti.func
+def bump(a):
+    a += 1
+    return a
+
+
+@ti.func
+def write_through(f: ti.template(), i, v):
+    f[i] = v
+
+
+@ti.func
+def minmax(a, b):
+    return ti.min(a, b), ti.max(a, b)
+
+
+@ti.kernel
+def k_funcs(x: ti.template(), out: ti.template(), vout: ti.template(), mout: ti.template()):
+    out[0] = sq(x[0])
+    out[1] = hyp(x[0], x[1])
+    vout[0] = make_vec(x[0])
+    mout[0] = make_mat(x[1])
+    out[2] = vlen2(make_vec(x[1]))
+    out[3] = field_sum(x, 3)
+    t = x[0]
+    u = bump(t)
+    out[4] = t
+    out[5] = u
+    write_through(out, 6, x[2] * 10)
+
+
+@ti.kernel
+def k_func_tuple(x: ti.template(), out: ti.template()):
+    lo, hi = minmax(x[0], x[1])
+    out[0] = lo
+    out[1] = hi
+
+
+def test_funcs():
+    x = ti.field(ti.f64, shape=3)
+    out = ti.field(ti.f64, shape=7)
+    vout = ti.Vector.field(3, ti.f64, shape=1)
+    mout = ti.Matrix.field(2, 2, ti.f64, shape=1)
+    x.from_numpy(np.array([3.0, 4.0, 0.5]))
+    k_funcs(x, out, vout, mout)
+    assert out.to_numpy().tolist() == [9.0, 5.0, 16.0 * 14, 7.5, 3.0, 4.0, 5.0]
+    np.testing.assert_array_equal(vout.to_numpy()[0], [3, 6, 9])
+    np.testing.assert_array_equal(mout.to_numpy()[0], [[4, 0], [1, 16]])
+
+
+def test_func_returning_tuple():
+    x = ti.field(ti.f32, shape=2)
+    out = ti.field(ti.f32, shape=2)
+    x.from_numpy(np.array([5.0, -2.0], dtype=np.float32))
+    k_func_tuple(x, out)
+    assert out.to_numpy().tolist() == [-2.0, 5.0]
+
+
+# --------------------------------------------------------------------------- compile-time Python
+
+@ti.kernel
+def k_globals(out: ti.template()):
+    out[0] = SCALE * 2
+    if ti.static(FLAG_ON):
+        out[1] = 1
+    else:
+        out[1] = this_name_does_not_exist_anywhere  # noqa: F821  (never compiled)
+    if ti.static(not FLAG_ON):
+        out[2] = this_name_does_not_exist_either  # noqa: F821
+    else:
+        out[2] = 2
+
+
+def make_scaler(k):
+    @ti.kernel
+    def scaler(x: ti.template()):
+        for i in x:
+            x[i] = i * k
+    return scaler
+
+
+@ti.kernel
+def k_static_loops(x: ti.template(), y: ti.template(), out: ti.template()):
+    v = ti.Vector([1.0, 2.0, 3.0])
+    s = 0.0
+    for i in ti.static(range(3)):
+        s += v[i] * (i + 1)
+    out[0] = s
+    t = 0.0
+    for c in ti.static(OFFSETS):
+        t += c
+    out[1] = t
+    u = 0.0
+    for c in ti.static([10, 20, 30]):
+        u = u * 2 + c
+    out[2] = u
+    for f in ti.static([x, y]):
+        for i in f:
+            f[i] = f[i] + 1
+
+
+@ti.kernel
+def k_static_mode(out: ti.template(), mode: ti.template()):
+    if ti.static(mode == 1):
+        out[None] = 100
+    elif ti.static(mode == 2):
+        out[None] = 200
+    else:
+        out[None] = -1
+
+
+@ti.kernel
+def k_static_range_template(out: ti.template(), n: ti.template()):
+    for i in ti.static(range(n)):
+        out[i] = i * i
+
+
+def test_globals_and_static_if():
+    out = ti.field(ti.i32, shape=3)
+    k_globals(out)
+    assert out.to_numpy().tolist() == [6, 1, 2]
+
+
+def test_closures():
+    k2 = make_scaler(2)
+    k5 = make_scaler(5)
+    x = ti.field(ti.i32, shape=4)
+    k2(x)
+    assert x.to_numpy().tolist() == [0, 2, 4, 6]
+    k5(x)
+    assert x.to_numpy().tolist() == [0, 5, 10, 15]
+
+
+def test_static_loops():
+    x = ti.field(ti.f32, shape=4)
+    y = ti.field(ti.f32, shape=(2, 3))
+    out = ti.field(ti.f32, shape=3)
+    k_static_loops(x, y, out)
+    assert out.to_numpy().tolist() == [14.0, 7.5, 110.0]
+    np.testing.assert_array_equal(x.to_numpy(), 1)
+    np.testing.assert_array_equal(y.to_numpy(), 1)
+
+
+def test_static_mode_template():
+    out = ti.field(ti.i32, shape=())
+    k_static_mode(out, 1)
+    assert out[None] == 100
+    k_static_mode(out, 2)
+    assert out[None] == 200
+    k_static_mode(out, 3)
+    assert out[None] == -1
+    arr = ti.field(ti.i32, shape=6)
+    k_static_range_template(arr, 4)
+    assert arr.to_numpy().tolist() == [0, 1, 4, 9, 0, 0]
+
+
+# --------------------------------------------------------------------------- statements and branches
+
+@ti.kernel
+def k_branches(x: ti.template(), out: ti.template()):
+    for i in x:
+        v = x[i]
+        r = 0
+        if v < 0:
+            r = -1
+        elif v == 0:
+            r = 0
+        elif v < 4:
+            r = 1
+        else:
+            r = 2
+        out[i, 0] = r
+        out[i, 1] = 10 if v > 2 else 20
+        flag_and = 0
+        if v > 0 and v < 3:
+            flag_and = 1
+        out[i, 2] = flag_and
+        flag_or = 0
+        if v < -1 or v > 4:
+            flag_or = 1
+        out[i, 3] = flag_or
+        flag_not = 0
+        if not v > 0:
+            flag_not = 1
+        out[i, 4] = flag_not
+        chain = 0
+        if 0 < v < 5:
+            chain = 1
+        out[i, 5] = chain
+        chain3 = 0
+        if -2 < v <= 3 < 10:
+            chain3 = 1
+        out[i, 6] = chain3
+        truth = 0
+        if v:
+            truth = 1
+        out[i, 7] = truth
+        out[i, 8] = 1 if (v >= 2 and not v == 5) or v == -3 else 0
+
+
+@ti.kernel
+def k_tuple_assign(out: ti.template()):
+    a, b = 1, 2
+    a, b = b, a
+    out[0] = a
+    out[1] = b
+    c, (d, e) = 3, (4, 5)
+    out[2] = c * 100 + d * 10 + e
+
+
+def test_if_elif_else_ternary_boolean_ops():
+    vals = [-3, -1, 0, 1, 2, 3, 4, 5, 7]
+    x = ti.field(ti.i32, shape=len(vals))
+    out = ti.field(ti.i32, shape=(len(vals), 9))
+    x.from_numpy(np.array(vals, dtype=np.int32))
+    k_branches(x, out)
+    r = out.to_numpy()
+    for row, v in zip(r, vals):
+        expected = [
+            -1 if v < 0 else 0 if v == 0 else 1 if v < 4 else 2,
+            10 if v > 2 else 20,
+            int(0 < v < 3),
+            int(v < -1 or v > 4),
+            int(not v > 0),
+            int(0 < v < 5),
+            int(-2 < v <= 3 < 10),
+            int(bool(v)),
+            int((v >= 2 and not v == 5) or v == -3),
+        ]
+        assert row.tolist() == expected, v
+
+
+def test_tuple_unpacking():
+    out = ti.field(ti.i32, shape=3)
+    k_tuple_assign(out)
+    assert out.to_numpy().tolist() == [2, 1, 345]
+
+
+# --------------------------------------------------------------------------- loops
+
+@ti.kernel
+def k_range_forms(a: ti.template(), b: ti.template(), n: ti.i32):
+    for i in range(n):
+        a[i] = 1
+    for i in range(2, n - 1):
+        b[i] = i
+
+
+@ti.kernel
+def k_range_step_outer(a: ti.template()):
+    for i in range(1, 10, 3):
+        a[i] = i + 100
+
+
+@ti.kernel
+def k_range_step_inner(out: ti.template(), lo: ti.i32, hi: ti.i32):
+    s = 0
+    for i in range(lo, hi, 3):
+        s += i
+    out[0] = s
+    t = 0
+    cnt = 0
+    for i in range(hi, lo, -3):
+        t += i
+        cnt += 1
+    out[1] = t
+    out[2] = cnt
+
+
+@ti.kernel
+def k_ndrange(a: ti.template(), b: ti.template(), c: ti.template(), cnt: ti.template()):
+    for i, j in ti.ndrange(4, 5):
+        a[i, j] = i * 10 + j
+    for i, j in ti.ndrange((1, 4), 5):
+        b[i, j] = 1
+    for I in ti.grouped(ti.ndrange(3, 4)):
+        c[I] = I[0] * 100 + I[1]
+    for i, j, k in ti.ndrange((1, 3), (-1, 2), 4):
+        cnt[None] += 1 + 0 * (i + j + k)
+
+
+@ti.kernel
+def k_grouped_field(x: ti.template()):
+    for I in ti.grouped(x):
+        x[I] = I[0] * 100 + I[1] * 10 + I[2]
+
+
+@ti.kernel
+def k_struct_for_2d(x: ti.template()):
+    for i, j in x:
+        x[i, j] = i - 2 * j
+
+
+@ti.kernel
+def k_triangle(a: ti.template(), out: ti.template()):
+    for i in a:                    # parallel
+        s = 0
+        for j in range(i + 1):     # serial, bound depends on the parallel index
+            s += a[j]
+        out[i] = s
+
+
+@ti.kernel
+def k_serial_dependency(out: ti.template()):
+    for i in out:
+        acc = 0
+        for j in range(i):
+            acc = acc * 2 + j      # order-dependent recurrence
+        out[i] = acc
+
+
+@ti.kernel
+def k_while_break_continue(out: ti.template()):
+    for i in out:
+        # Collatz steps with a while loop
+        n = i + 1
+        steps = 0
+        while n != 1:
+            if n % 2 == 0:
+                n = n // 2
+            else:
+                n = 3 * n + 1
+            steps += 1
+        out[i, 0] = steps
+        # sum of odd j < 10, stopping at the first j with j * j > i
+        s = 0
+        for j in range(10):
+            if j * j > i:
+                break
+            if j % 2 == 0:
+                continue
+            s += j
+        out[i, 1] = s
+        # while True with break
+        k = 0
+        while True:
+            k += 1
+            if k >= i:
+                break
+        out[i, 2] = k
+        # nested loops: break only leaves the inner loop
+        cnt = 0
+        for a in range(4):
+            for b in range(4):
+                if b > a:
+                    break
+                cnt += 1
+        out[i, 3] = cnt
+
+
+@ti.kernel
+def k_sequential_top_loops(a: ti.template(), b: ti.template()):
+    n = a.shape[0]
+    for i in a:
+        a[i] = i * i
+    for i in b:
+        b[i] = a[n - 1 - i] + a[(i + 1) % n]
+    a[0] = -1
+
+
+@ti.kernel
+def k_top_level_serial(out: ti.template()):
+    acc = 0
+    for _ in ti.static(range(1)):
+        acc = 5
+    out[0] = acc
+    if out[1] == 0:
+        for i in range(3):              # not outermost at kernel level: serial
+            out[1] = out[1] * 10 + i + 1
+
+
+def test_range_forms():
+    a = ti.field(ti.i32, shape=8)
+    b = ti.field(ti.i32, shape=8)
+    k_range_forms(a, b, 6)
+    assert a.to_numpy().tolist() == [1, 1, 1, 1, 1, 1, 0, 0]
+    assert b.to_numpy().tolist() == [0, 0, 2, 3, 4, 0, 0, 0]
+
+
+def test_range_with_step_outermost():
+    a = ti.field(ti.i32, shape=12)
+    k_range_step_outer(a)
+    expected = [0] * 12
+    for i in range(1, 10, 3):
+        expected[i] = i + 100
+    assert a.to_numpy().tolist() == expected
+
+
+def test_range_with_step_inner():
+    out = ti.field(ti.i32, shape=3)
+    k_range_step_inner(out, 1, 11)
+    assert out.to_numpy().tolist() == [sum(range(1, 11, 3)), sum(range(11, 1, -3)), len(range(11, 1, -3))]
+    k_range_step_inner(out, 5, 5)
+    assert out.to_numpy().tolist() == [0, 0, 0]
+
+
+def test_ndrange_and_grouped():
+    a = ti.field(ti.i32, shape=(4, 5))
+    b = ti.field(ti.i32, shape=(4, 5))
+    c = ti.field(ti.i32, shape=(3, 4))
+    cnt = ti.field(ti.i32, shape=())
+    k_ndrange(a, b, c, cnt)
+    i, j = np.indices((4, 5))
+    np.testing.assert_array_equal(a.to_numpy(), i * 10 + j)
+    expected_b = np.zeros((4, 5), dtype=np.int32)
+    expected_b[1:4, :] = 1
+    np.testing.assert_array_equal(b.to_numpy(), expected_b)
+    i, j = np.indices((3, 4))
+    np.testing.assert_array_equal(c.to_numpy(), i * 100 + j)
+    assert cnt[None] == 2 * 3 * 4
+
+
+def test_grouped_field_and_struct_for():
+    x = ti.field(ti.i32, shape=(2, 3, 4))
+    k_grouped_field(x)
+    i, j, k = np.indices((2, 3, 4))
+    np.testing.assert_array_equal(x.to_numpy(), i * 100 + j * 10 + k)
+    y = ti.field(ti.i32, shape=(5, 3))
+    k_struct_for_2d(y)
+    i, j = np.indices((5, 3))
+    np.testing.assert_array_equal(y.to_numpy(), i - 2 * j)
+
+
+def test_inner_loops_serial():
+    a = ti.field(ti.i32, shape=50)
+    out = ti.field(ti.i32, shape=50)
+    a.from_numpy(np.arange(50, dtype=np.int32) % 7)
+    k_triangle(a, out)
+    np.testing.assert_array_equal(out.to_numpy(), np.cumsum(np.arange(50) % 7))
+    rec = ti.field(ti.i64, shape=20)
+    k_serial_dependency(rec)
+    expected = []
+    for i in range(20):
+        acc = 0
+        for j in range(i):
+            acc = acc * 2 + j
+        expected.append(acc)
+    assert rec.to_numpy().tolist() == expected
+
+
+def test_while_break_continue():
+    n = 12
+    out = ti.field(ti.i32, shape=(n, 4))
+    k_while_break_continue(out)
+    r = out.to_numpy()
+    for i in range(n):
+        m, steps = i + 1, 0
+        while m != 1:
+            m = m // 2 if m % 2 == 0 else 3 * m + 1
+            steps += 1
+        s = 0
+        for j in range(10):
+            if j * j > i:
+                break
+            if j % 2 == 0:
+                continue
+            s += j
+        assert r[i].tolist() == [steps, s, max(i, 1), 10], i
+
+
+def test_top_level_loops_run_in_order():
+    a = ti.field(ti.i32, shape=1000)
+    b = ti.field(ti.i32, shape=1000)
+    k_sequential_top_loops(a, b)
+    sq = np.arange(1000) ** 2
+    np.testing.assert_array_equal(b.to_numpy(), sq[::-1] + np.roll(sq, -1))
+    assert a[0] == -1 and a[1] == 1
+
+
+def test_loops_under_if_are_serial():
+    out = ti.field(ti.i32, shape=2)
+    k_top_level_serial(out)
+    assert out.to_numpy().tolist() == [5, 123]
