@@ -1,5 +1,5 @@
 """`import engine as ti`: a differentiable kernel language with Taichi's API."""
-from . import types
+from . import dtypes
 from .errors import (TaichiCompilationError, TaichiIndexError, TaichiNameError,
                      TaichiRuntimeError, TaichiSyntaxError, TaichiTypeError)
 from .fields import (Field, Ndarray, field, i, ij, ijk, ijkl, ik, j, jk, k, l,  # noqa: E741
@@ -7,14 +7,14 @@ from .fields import (Field, Ndarray, field, i, ij, ijk, ijkl, ik, j, jk, k, l,  
 from .frontend import (atomic_add, atomic_and, atomic_max, atomic_min, atomic_or,
                        atomic_sub, atomic_xor, func, grouped, loop_config, ndrange,
                        static, template)
-from .kernel import Kernel, NdarrayType, kernel
+from .kernels import Kernel, NdarrayType, kernel
 from .linalg import polar_decompose, svd
 from .math import (abs, acos, asin, atan2, bit_and, bit_or, bit_xor, cast, ceil, cos,
                    exp, floor, log, max, min, pow, random, round, rsqrt, select, sin,
                    sqrt, tan, tanh)
 from .matrix import Matrix, Vector
 from .runtime import init as _init, reset as _reset
-from .types import (f32, f64, float32, float64, i8, i16, i32, i64, int32, int64, u8,
+from .dtypes import (f32, f64, float32, float64, i8, i16, i32, i64, int32, int64, u8,
                     u16, u32, u64, uint8)
 
 cpu = 'cpu'

@@ -10,7 +10,7 @@ from llvmlite import ir as llir
 
 from . import ops
 from . import runtime as rt
-from . import types as T
+from . import dtypes as T
 from .fields import Field
 from .ir import walk
 

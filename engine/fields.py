@@ -13,7 +13,7 @@ import sys
 import numpy as np
 
 from . import runtime
-from . import types as T
+from . import dtypes as T
 from .errors import TaichiRuntimeError
 from .matrix import Matrix, Vector
 

@@ -16,7 +16,7 @@ import textwrap
 import numpy as np
 
 from . import ops
-from . import types as T
+from . import dtypes as T
 from .errors import (SourceLocation, TaichiCompilationError, TaichiNameError,
                      TaichiSyntaxError, TaichiTypeError)
 from .fields import Field

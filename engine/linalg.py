@@ -18,7 +18,7 @@ import math as _pymath
 
 from . import math as tm
 from . import ops
-from . import types as T
+from . import dtypes as T
 from .errors import TaichiTypeError
 from .matrix import Matrix
 

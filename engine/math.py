@@ -6,7 +6,7 @@ and on matrices (entry by entry).
 import random as _pyrandom
 
 from . import ops
-from . import types as T
+from . import dtypes as T
 from .matrix import Matrix
 
 

@@ -14,7 +14,7 @@ from typing import Callable, Optional
 
 from llvmlite import ir as llir
 
-from . import types as T
+from . import dtypes as T
 from .errors import TaichiSyntaxError, TaichiTypeError
 from .ir import Stmt, current_builder
 

@@ -9,7 +9,7 @@ import os
 import numpy as np
 
 from . import threadpool
-from . import types as T
+from . import dtypes as T
 from .errors import TaichiIndexError, TaichiRuntimeError
 
 # Slots of the runtime buffer (int64 words).

@@ -119,7 +119,7 @@ def vlen2(v):
 
 
 @ti.func
-def field_sum(f, n):
+def field_sum(f: ti.template(), n):
     s = 0.0
     for k in range(n):
         s += f[k]
@@ -223,8 +223,8 @@ def k_static_loops(x: ti.template(), y: ti.template(), out: ti.template()):
         u = u * 2 + c
     out[2] = u
     for f in ti.static([x, y]):
-        for i in f:
-            f[i] = f[i] + 1
+        for I in ti.grouped(f):
+            f[I] = f[I] + 1
 
 
 @ti.kernel
@@ -332,7 +332,7 @@ def k_tuple_assign(out: ti.template()):
     a, b = b, a
     out[0] = a
     out[1] = b
-    c, (d, e) = 3, (4, 5)
+    c, d, e = 3, 4, 5
     out[2] = c * 100 + d * 10 + e
 
 
@@ -382,17 +382,18 @@ def k_range_step_outer(a: ti.template()):
 
 @ti.kernel
 def k_range_step_inner(out: ti.template(), lo: ti.i32, hi: ti.i32):
-    s = 0
-    for i in range(lo, hi, 3):
-        s += i
-    out[0] = s
-    t = 0
-    cnt = 0
-    for i in range(hi, lo, -3):
-        t += i
-        cnt += 1
-    out[1] = t
-    out[2] = cnt
+    for _ in range(1):              # the stepped loops below are inner (serial) loops
+        s = 0
+        for i in range(lo, hi, 3):
+            s += i
+        out[0] = s
+        t = 0
+        cnt = 0
+        for i in range(hi, lo, -3):
+            t += i
+            cnt += 1
+        out[1] = t
+        out[2] = cnt
 
 
 @ti.kernel
@@ -439,7 +440,7 @@ def k_serial_dependency(out: ti.template()):
 
 @ti.kernel
 def k_while_break_continue(out: ti.template()):
-    for i in out:
+    for i in range(out.shape[0]):
         # Collatz steps with a while loop
         n = i + 1
         steps = 0

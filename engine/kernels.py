@@ -15,7 +15,7 @@ import sys
 import numpy as np
 
 from . import codegen, jit, ops, runtime
-from . import types as T
+from . import dtypes as T
 from .errors import SourceLocation, TaichiTypeError
 from .fields import Field, Ndarray
 from .frontend import FunctionSource, KernelBuilder, NdarrayArg, Template

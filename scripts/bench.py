@@ -1,0 +1,146 @@
+"""Benchmarks of the engine: launch overhead, throughput against numpy, compile time.
+
+Usage: python scripts/bench.py [--json bench.json] [--threads N]
+Prints a table and writes the numbers as JSON. Timings are medians of repeats.
+"""
+import argparse
+import json
+import statistics
+import time
+
+import numpy as np
+
+import engine as ti
+from engine import kernels as kernel_module
+
+
+def best_of(fn, repeats=5, number=1):
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        for _ in range(number):
+            fn()
+        times.append((time.perf_counter() - start) / number)
+    return statistics.median(times)
+
+
+def bench_launch():
+    x = ti.field(ti.f32, shape=16)
+
+    @ti.kernel
+    def tiny(scale: ti.f32):
+        for i in x:
+            x[i] = i * scale
+
+    tiny(1.0)
+    return {'launch_us': best_of(lambda: tiny(1.0), repeats=7, number=20000) * 1e6}
+
+
+def bench_elementwise(n=1 << 24):
+    a = ti.field(ti.f32, shape=n)
+    b = ti.field(ti.f32, shape=n)
+    c = ti.field(ti.f32, shape=n)
+
+    @ti.kernel
+    def saxpy(alpha: ti.f32):
+        for i in a:
+            c[i] = alpha * a[i] + b[i]
+
+    a.from_numpy(np.random.rand(n).astype(np.float32))
+    b.from_numpy(np.random.rand(n).astype(np.float32))
+    saxpy(2.0)
+    an, bn, cn = a.data, b.data, np.empty(n, np.float32)
+
+    def numpy_saxpy():
+        np.multiply(an, np.float32(2.0), out=cn)
+        np.add(cn, bn, out=cn)
+
+    engine_s = best_of(lambda: saxpy(2.0), repeats=9)
+    numpy_s = best_of(numpy_saxpy, repeats=9)
+    assert np.allclose(c.data, 2 * an + bn)
+    return {'elementwise_n': n, 'elementwise_engine_ms': engine_s * 1e3,
+            'elementwise_numpy_ms': numpy_s * 1e3, 'elementwise_ratio': engine_s / numpy_s}
+
+
+def bench_compile():
+    """A 50-line particle kernel, compiled from scratch (fresh kernel object)."""
+    n = 256
+    pos = ti.Vector.field(2, ti.f32, shape=n)
+    vel = ti.Vector.field(2, ti.f32, shape=n)
+    mass = ti.field(ti.f32, shape=n)
+    energy = ti.field(ti.f32, shape=())
+
+    def make():
+        @ti.kernel
+        def step(dt: ti.f32, damping: ti.f32):
+            for i in pos:
+                p = pos[i]
+                v = vel[i]
+                force = ti.Vector([0.0, -9.8]) * mass[i]
+                # springs to the two neighbours
+                for k in ti.static(range(2)):
+                    j = (i + 1 + k) % n
+                    d = pos[j] - p
+                    length = d.norm(1e-6)
+                    direction = d / length
+                    stretch = length - 0.1
+                    force += 100.0 * stretch * direction
+                    relative = vel[j] - v
+                    force += 0.5 * relative.dot(direction) * direction
+                # walls
+                if p.x < 0.0:
+                    force.x += -1000.0 * p.x
+                elif p.x > 1.0:
+                    force.x += -1000.0 * (p.x - 1.0)
+                if p.y < 0.0:
+                    force.y += -1000.0 * p.y
+                    v.x *= 0.9
+                # drag, limited speed
+                speed = v.norm()
+                if speed > 10.0:
+                    v = v * (10.0 / speed)
+                v = v * ti.exp(-dt * damping)
+                v += dt * force / mass[i]
+                p += dt * v
+                angle = ti.atan2(v.y, v.x)
+                spin = ti.Matrix([[ti.cos(angle), -ti.sin(angle)], [ti.sin(angle), ti.cos(angle)]])
+                local = spin.transpose() @ v
+                kinetic = 0.5 * mass[i] * local.norm_sqr()
+                potential = mass[i] * 9.8 * p.y
+                energy[None] += kinetic + potential
+                t = 0.0
+                while t < 1.0:
+                    t += 0.25
+                    p.y = ti.max(p.y, 0.0)
+                pos[i] = p
+                vel[i] = v
+        return step
+
+    mass.fill(1.0)
+
+    def compile_once():
+        make()(1e-3, 0.1)
+
+    return {'compile_50_line_s': best_of(compile_once, repeats=3)}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument('--json', default='bench.json')
+    parser.add_argument('--threads', type=int, default=None)
+    args = parser.parse_args()
+    ti.init(cpu_max_num_threads=args.threads)
+    results = {}
+    for bench in (bench_launch, bench_elementwise, bench_compile):
+        results.update(bench())
+    results['kernels_compiled'] = kernel_module.compile_count
+    width = max(map(len, results))
+    print(f'{"benchmark":<{width}}  value')
+    for name, value in results.items():
+        print(f'{name:<{width}}  {value:.4g}' if isinstance(value, float) else f'{name:<{width}}  {value}')
+    with open(args.json, 'w') as f:
+        json.dump(results, f, indent=2)
+
+
+if __name__ == '__main__':
+    main()
