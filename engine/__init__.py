@@ -1,12 +1,13 @@
 """`import engine as ti`: a differentiable kernel language with Taichi's API."""
-from . import dtypes
+from . import ad, dtypes
 from .errors import (TaichiCompilationError, TaichiIndexError, TaichiNameError,
                      TaichiRuntimeError, TaichiSyntaxError, TaichiTypeError)
 from .fields import (Field, Ndarray, field, i, ij, ijk, ijkl, ik, j, jk, k, l,  # noqa: E741
                      ndarray, root)
+from .ad import Tape
 from .frontend import (atomic_add, atomic_and, atomic_max, atomic_min, atomic_or,
                        atomic_sub, atomic_xor, func, grouped, loop_config, ndrange,
-                       static, template)
+                       static, stop_grad, template)
 from .kernels import Kernel, NdarrayType, kernel
 from .linalg import polar_decompose, svd
 from .math import (abs, acos, asin, atan2, bit_and, bit_or, bit_xor, cast, ceil, cos,

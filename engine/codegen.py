@@ -34,6 +34,8 @@ class KernelModule:
         self.module = llir.Module(name=name)
         self.tasks = 0
         self.uses_random = any(s.op == 'random' for s in walk(body))
+        self.realloc = llir.Function(self.module, llir.FunctionType(I8P, [I8P, I64]), name='realloc')
+        self.free = llir.Function(self.module, llir.FunctionType(llir.VoidType(), [I8P]), name='free')
         self.parallel_for = llir.Function(
             self.module, llir.FunctionType(llir.VoidType(), [TASK_TYPE.as_pointer(), I8P, I64, I64, I64]),
             name='engine_parallel_for')
@@ -74,11 +76,56 @@ class FunctionEmitter:
         self.bases = {}
         self.loop_targets = []
         self.rng = None
+        self.stacks = {}
 
     def finish(self):
         if not self.b.block.is_terminated:
-            self.b.ret_void()
+            self.ret()
         self.entry_builder.branch(self.fn.basic_blocks[1])
+
+    def ret(self):
+        for data, _, _ in self.stacks.values():
+            self.b.call(self.km.free, [self.b.load(data)])
+        self.b.ret_void()
+
+    # --- autodiff stacks: per-thread, growing with realloc --------------------------
+    def stack(self, key):
+        if key not in self.stacks:
+            eb = self.entry_builder
+            data, top, cap = eb.alloca(I8P), eb.alloca(I64), eb.alloca(I64)
+            eb.store(llir.Constant(I8P, None), data)
+            eb.store(I64(0), top)
+            eb.store(I64(0), cap)
+            self.stacks[key] = (data, top, cap)
+        return self.stacks[key]
+
+    def emit_stack_push(self, s):
+        b = self.b
+        data, top, cap = self.stack(s.attrs['stack'])
+        need = b.add(b.load(top), I64(8))
+        with b.if_then(b.icmp_unsigned('>', need, b.load(cap)), likely=False):
+            grown = b.select(b.icmp_unsigned('<', b.load(cap), I64(4096)), I64(4096),
+                             b.mul(b.load(cap), I64(2)))
+            fresh = b.call(self.km.realloc, [b.load(data), grown])
+            failed = b.icmp_unsigned('==', fresh, llir.Constant(I8P, None))
+            with b.if_else(failed) as (then, otherwise):
+                with then:
+                    b.store(I64(rt.ERROR_OUT_OF_MEMORY), self.rt_word(rt.RT_ERROR_FLAG))
+                    self.ret()
+                with otherwise:
+                    b.store(fresh, data)
+                    b.store(grown, cap)
+        slot = b.gep(b.load(data), [b.load(top)])
+        b.store(self.values[s.args[0]], b.bitcast(slot, s.args[0].dtype.llvm.as_pointer()))
+        b.store(need, top)
+
+    def emit_stack_pop(self, s):
+        b = self.b
+        data, top, _ = self.stack(s.attrs['stack'])
+        new_top = b.sub(b.load(top), I64(8))
+        b.store(new_top, top)
+        slot = b.gep(b.load(data), [new_top])
+        return b.load(b.bitcast(slot, s.dtype.llvm.as_pointer()))
 
     # --- helpers ------------------------------------------------------------------
     def alloca(self, ty):
@@ -249,7 +296,7 @@ class FunctionEmitter:
         if s.args:
             slot = self.arg_pointer(self.km.ret_offset, s.args[0].dtype.llvm)
             self.b.store(self.values[s.args[0]], slot)
-        self.b.ret_void()
+        self.ret()
 
     def emit_if(self, s):
         b = self.b

@@ -41,6 +41,13 @@ def static(value, *more):
     return value
 
 
+def stop_grad(x):
+    """The value of x, through which no gradient flows."""
+    if isinstance(x, Matrix):
+        return x.map(stop_grad)
+    return ops.unary('stop_grad', x) if ops.is_value(x) else x
+
+
 class NdRange:
     def __init__(self, *dims):
         self.dims = [(0, d) if not isinstance(d, (tuple, list)) else tuple(d) for d in dims]

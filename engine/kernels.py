@@ -14,7 +14,7 @@ import sys
 
 import numpy as np
 
-from . import codegen, jit, ops, runtime
+from . import codegen, jit, ops, reverse, runtime, tape
 from . import dtypes as T
 from .errors import SourceLocation, TaichiTypeError
 from .fields import Field, Ndarray
@@ -74,6 +74,8 @@ class Kernel:
         self._source = None
         self._cache = {}
         self._generation = -1
+        self.grad = AdjointKernel(self)
+        self.no_grad = False
 
     @property
     def source(self):
@@ -88,6 +90,13 @@ class Kernel:
     def __call__(self, *args, **kwargs):
         if kwargs:
             args = self._bind(args, kwargs)
+        compiled = self.compiled(args)
+        if tape.recording is not None:
+            tape.recording.record(self, args)
+        return compiled.launch(args)
+
+    def compiled(self, args):
+        """The native code for these arguments, compiled on first use."""
         prog = runtime.program()
         if self._generation != prog.generation:
             self._cache.clear()
@@ -97,7 +106,7 @@ class Kernel:
         if compiled is None:
             self._check_args(args)
             compiled = self._cache[key] = self.compile(args, prog)
-        return compiled.launch(args)
+        return compiled
 
     def _bind(self, args, kwargs):
         try:
@@ -120,16 +129,40 @@ class Kernel:
 
     # --- compilation -------------------------------------------------------------
     def compile(self, args, prog):
-        global compile_count
         layout = ArgLayout(self.specs, args, self.return_type)
         builder = KernelBuilder(self.source)
         builder.return_type = self.return_type
         body = builder.build(layout.bind_params)
-        symbol = f'{self.name}_{next(_symbol_ids)}'
-        llvm_ir, entry = codegen.generate(symbol, body, layout.ret_offset, prog.config.debug, prog)
-        address = jit.load_object(jit.compile_ir(llvm_ir), [entry])[entry]
-        compile_count += 1
-        return CompiledKernel(self, address, layout, prog, body)
+        return build_native(self, body, layout, prog)
+
+
+def build_native(kernel, body, layout, prog, suffix=''):
+    """IR -> loaded native code, wrapped for launching."""
+    global compile_count
+    symbol = f'{kernel.name}{suffix}_{next(_symbol_ids)}'
+    llvm_ir, entry = codegen.generate(symbol, body, layout.ret_offset, prog.config.debug, prog)
+    address = jit.load_object(jit.compile_ir(llvm_ir), [entry])[entry]
+    compile_count += 1
+    return CompiledKernel(kernel, address, layout, prog, body)
+
+
+class AdjointKernel:
+    """`kernel.grad(*args)`: accumulates the adjoints of the kernel's inputs into `.grad`.
+
+    Compiled on first use from the primal kernel's IR."""
+
+    def __init__(self, kernel):
+        self.kernel = kernel
+
+    def __call__(self, *args, **kwargs):
+        kernel = self.kernel
+        if kwargs:
+            args = kernel._bind(args, kwargs)
+        primal = kernel.compiled(args)
+        if primal.adjoint is None:
+            body = reverse.adjoint(primal.body)
+            primal.adjoint = build_native(kernel, body, primal.layout, primal.program, '_grad')
+        primal.adjoint.launch(args, check_errors=True)
 
 
 class ArgLayout:
@@ -190,8 +223,9 @@ class CompiledKernel:
         rt = layout.return_type
         self.unpack_return = struct.Struct('=' + _scalar_format(rt)).unpack_from if rt else None
         self.debug = prog.config.debug
+        self.adjoint = None
 
-    def launch(self, args):
+    def launch(self, args, check_errors=False):
         if len(args) != self.nargs:
             raise _call_error(self.kernel, f'kernel {self.kernel.name}() takes {self.nargs} '
                                            f'argument(s), {len(args)} given')
@@ -204,7 +238,7 @@ class CompiledKernel:
             self._pack_ndarrays(args)
         prog = self.program
         self.cfunc(prog.field_table.ctypes.data, self.buffer_address, prog.runtime_buffer.ctypes.data)
-        if self.debug:
+        if self.debug or check_errors:
             prog.check_errors(self.kernel.name)
         if self.unpack_return is not None:
             return self.unpack_return(self.buffer, self.layout.ret_offset)[0]

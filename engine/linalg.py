@@ -26,9 +26,10 @@ from .matrix import Matrix
 # zero where we divide by them, values below TINY2 where we take rsqrt; both
 # keep the derivatives 1/x^2 and x^-1.5 finite in the type.
 _GUARDS = {32: (1e-18, 1e-24), 64: (1e-150, 1e-200)}
-# Jacobi sweeps of the 3x3 SVD: 4 is the paper's choice for f32; f64 needs
-# more to converge to its precision (see tests/test_linalg_python.py).
-_SWEEPS = {32: 4, 64: 8}
+# Jacobi sweeps of the 3x3 SVD (3 rotations each). The paper uses 4 for f32;
+# with its approximate rotations that leaves ~1e-5 errors on some inputs, 5
+# reach f32 rounding level everywhere we tried, f64 needs 7.
+_SWEEPS = {32: 5, 64: 7}
 
 # Approximate Givens rotations (McAdams et al. 2011): use the first-order
 # half angle unless it exceeds pi/8, then rotate by exactly pi/4.
@@ -164,8 +165,15 @@ def _svd2(A, cfg):
 # 3x3: McAdams, Selle, Tamstorf, Teran, Sifakis (2011)
 
 def _svd3(A, cfg):
-    """Jacobi eigenvectors V of A^T A, columns of A V sorted by norm, then a
-    Givens QR A V = U R whose diagonal is the singular values."""
+    """Jacobi eigenvectors V of A^T A; the largest column of B = A V first;
+    Givens rotations clear B's first column (B = U R); a closed-form 2x2 SVD
+    of R's trailing block finishes the two smaller singular values.
+
+    That last step replaces the paper's third Givens rotation and column
+    sort: A^T A resolves singular values only down to ~sqrt(eps) * s1, so
+    the paper's diag(R) loses the smaller ones below that; the 2x2 SVD of
+    the block works on A's own scale.
+    """
     A, scale = _normalized(A, cfg)
     S = [[None] * 3 for _ in range(3)]                                      # A^T A
     for i in range(3):
@@ -178,11 +186,16 @@ def _svd3(A, cfg):
     V = _quat_to_rows(q)
     B = [[A[i, 0] * V[0][j] + A[i, 1] * V[1][j] + A[i, 2] * V[2][j]
           for j in range(3)] for i in range(3)]                             # A V
-    _sort_columns(B, V)
+    _largest_column_first(B, V)
     U = [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]
-    for p, r in ((0, 1), (0, 2), (1, 2)):
-        _givens_qr_step(B, U, p, r, cfg)
-    sigma = [B[i][i] * scale for i in range(3)]
+    for r in (1, 2):
+        _givens_qr_step(B, U, 0, r, cfg)
+    # B = [[s1, ~0, ~0], [0, block], [0, block]]: r01, r02 are rounding-level
+    # once the Jacobi converged, since the first column is A's top singular one.
+    block = Matrix._make((2, 2), [B[1][1], B[1][2], B[2][1], B[2][2]])
+    U2, S2, V2 = _svd2(block, cfg)
+    U, V = _rotate_last_two_columns(U, U2), _rotate_last_two_columns(V, V2)
+    sigma = [B[0][0] * scale, S2[0, 0] * scale, S2[1, 1] * scale]
     S = Matrix._make((3, 3), [sigma[i] if i == j else 0.0 for i in range(3) for j in range(3)])
     return _rows_matrix(U), S, _rows_matrix(V)
 
@@ -244,28 +257,35 @@ def _quat_to_rows(q):
             [two * (x * z - w * y), two * (y * z + w * x), 1.0 - two * (x * x + y * y)]]
 
 
-def _sort_columns(B, V):
-    """Sort the columns of B = A V by decreasing norm, permuting V alike.
-
-    A swap negates one column so that det(V) stays +1.
-    """
+def _largest_column_first(B, V):
+    """Swap the largest column of B = A V (by norm) into column 0, moving V's
+    columns alike. A swap negates one column so that det(V) stays +1."""
     norms = [B[0][j] * B[0][j] + B[1][j] * B[1][j] + B[2][j] * B[2][j] for j in range(3)]
-    for i, j in ((0, 1), (0, 2), (1, 2)):
-        swap = norms[i] < norms[j]
+    for j in (1, 2):
+        swap = norms[0] < norms[j]
         for M in (B, V):
             for row in M:
-                row[i], row[j] = tm.select(swap, row[j], row[i]), tm.select(swap, -row[i], row[j])
-        norms[i], norms[j] = tm.select(swap, norms[j], norms[i]), tm.select(swap, norms[i], norms[j])
+                row[0], row[j] = tm.select(swap, row[j], row[0]), tm.select(swap, -row[0], row[j])
+        if j == 1:
+            norms[0] = tm.max(norms[0], norms[1])
 
 
 def _givens_qr_step(B, U, p, r, cfg):
     """Zero B[r][p] by rotating rows p, r of B; U absorbs the inverse rotation
-    (columns p, r), so U @ B is unchanged. B[p][p] becomes >= 0."""
-    c, s, _ = _unit2(B[p][p], B[r][p], cfg.tiny)
-    for col in range(p, 3):
+    (columns p, r), so U @ B is unchanged. B[p][p] becomes its norm >= 0."""
+    c, s, rho = _unit2(B[p][p], B[r][p], cfg.tiny)
+    B[p][p], B[r][p] = rho, 0.0
+    for col in range(p + 1, 3):
         B[p][col], B[r][col] = _rotate_pair(B[p][col], B[r][col], c, s)
     for row in U:
         row[p], row[r] = _rotate_pair(row[p], row[r], c, s)
+
+
+def _rotate_last_two_columns(M, R):
+    """M @ diag(1, R) for a 3x3 M (list of rows) and a 2x2 Matrix R."""
+    return [[row[0],
+             row[1] * R[0, 0] + row[2] * R[1, 0],
+             row[1] * R[0, 1] + row[2] * R[1, 1]] for row in M]
 
 
 def _rows_matrix(rows):

@@ -427,6 +427,10 @@ _def('select', 3, 'same', lambda b, a, ti, to: b.select(b.icmp_signed('!=', a[0]
      lambda a, out: [None, select(a[0], 1.0, 0.0), select(a[0], 0.0, 1.0)])
 
 
+# ti.stop_grad(x): the value passes, its gradient does not.
+_def('stop_grad', 1, 'same', lambda b, a, ti, to: a[0], lambda a: a, lambda a, out: [None])
+
+
 def differentiable(stmt):
     """Whether gradients flow through this statement's result."""
     return stmt.dtype is not None and stmt.dtype.is_float

@@ -22,6 +22,7 @@ RT_ERROR_INDEX = 8      # up to 8 index values
 RT_WORDS = 16
 
 ERROR_INDEX = 1
+ERROR_OUT_OF_MEMORY = 2
 
 
 class Config:
@@ -62,6 +63,12 @@ class Program:
     def set_field_address(self, field, array):
         self.field_table[field.id] = array.ctypes.data
 
+    def clear_gradients(self):
+        """Zero every allocated .grad field."""
+        for field in self.fields:
+            if field.role == 'grad' and field.placed:
+                field.data.fill(0)
+
     def location_id(self, loc):
         key = (loc.filename, loc.lineno, loc.col) if loc else None
         if key not in self._location_ids:
@@ -84,6 +91,8 @@ class Program:
             raise TaichiIndexError(
                 f'{where}in kernel {kernel_name}: index {index} is out of range for '
                 f'field {field.name} of shape {field.shape}')
+        if code == ERROR_OUT_OF_MEMORY:
+            raise MemoryError(f'kernel {kernel_name}: out of memory for the autodiff stack of a serial loop')
         raise TaichiRuntimeError(f'kernel {kernel_name} reported error {code}')
 
 

@@ -274,7 +274,7 @@ def test_int_floordiv_mod_truediv_python_semantics(a, b):
     k_intdiv(a, b, out)
     assert out[0] == a // b
     assert out[1] == a % b
-    assert out[2] == a / b
+    assert out[2] == float(np.float32(a) / np.float32(b))     # int / int -> default_fp (f32)
 
 
 def test_int_floordiv_mod_into_int_field():

@@ -11,7 +11,7 @@ import pytest
 
 from engine import linalg
 from engine import ops
-from engine import types as T
+from engine import dtypes as T
 from engine.errors import TaichiTypeError
 from engine.ir import Builder, building
 from engine.matrix import Matrix
@@ -136,12 +136,10 @@ def _check_polar(A, tol):
 
 @pytest.mark.parametrize('n', [2, 3])
 def test_random_matrices(n):
-    # 2D is closed form (~1e-15); the 3D Jacobi with 8 sweeps reaches ~1e-15
-    # too, except that near-singular inputs lose a little through A^T A.
-    tol = 1e-13 if n == 2 else 1e-12
+    # Both reach ~1e-15 (3D: 7 Jacobi sweeps in double precision).
     for A in _random_matrices(n, 400, seed=n):
-        _check_svd(A, tol)
-        _check_polar(A, tol)
+        _check_svd(A, 1e-13)
+        _check_polar(A, 1e-13)
 
 
 @pytest.mark.parametrize('name', sorted(EDGE_2))
@@ -152,8 +150,8 @@ def test_edge_cases_2d(name):
 
 @pytest.mark.parametrize('name', sorted(EDGE_3))
 def test_edge_cases_3d(name):
-    _check_svd(EDGE_3[name], 1e-12)
-    _check_polar(EDGE_3[name], 1e-12)
+    _check_svd(EDGE_3[name], 1e-13)
+    _check_polar(EDGE_3[name], 1e-13)
 
 
 @pytest.mark.parametrize('A', [np.zeros((2, 2)), np.zeros((3, 3))])
@@ -229,12 +227,15 @@ def _forward(op, a, out_t):
 
 def _partials(op, a, out):
     """The engine's derivative rules (engine/ops.py), evaluated numerically."""
-    less = a[0] < a[1] if len(a) == 2 else None
-    return {'add': (1, 1), 'sub': (1, -1), 'mul': (a[1], a[0]),
-            'truediv': (1 / a[1], -out / a[1]), 'neg': (-1,),
-            'abs': (np.sign(a[0]),), 'sqrt': (0.5 / out,), 'rsqrt': (-0.5 * out / a[0],),
-            'min': (float(less), float(not less)), 'max': (float(not less), float(less)),
-            'select': (0, float(bool(a[0])), float(not a[0])), 'cast': (1,)}.get(op)
+    if op in ('min', 'max'):
+        first = (a[0] < a[1]) == (op == 'min')
+        return float(first), float(not first)
+    rules = {'add': lambda: (1, 1), 'sub': lambda: (1, -1), 'mul': lambda: (a[1], a[0]),
+             'truediv': lambda: (1 / a[1], -out / a[1]), 'neg': lambda: (-1,),
+             'abs': lambda: (np.sign(a[0]),), 'sqrt': lambda: (0.5 / out,),
+             'rsqrt': lambda: (-0.5 * out / a[0],), 'cast': lambda: (1,),
+             'select': lambda: (0, float(bool(a[0])), float(not a[0]))}
+    return rules[op]() if op in rules else None
 
 
 class _Traced:
@@ -265,7 +266,8 @@ class _Traced:
             outs, k = [], 0
             for shape in self.shapes:
                 size = int(np.prod(shape))
-                outs.append(np.array([values[e] for e in self.outputs[k:k + size]],
+                outs.append(np.array([values[e] if ops.is_value(e) else e   # literal 0.0
+                                      for e in self.outputs[k:k + size]],
                                      dtype=float).reshape(shape))
                 k += size
             if weights is None:
@@ -310,7 +312,7 @@ def test_traced_f64_matches_python(n):
 
 @pytest.mark.parametrize('n', [2, 3])
 def test_traced_f32_accuracy(n):
-    # Emulated f32 arithmetic (every op rounded to float32). 3D: 5 sweeps.
+    # Emulated f32 arithmetic (every op rounded to float32); 3D uses 5 sweeps.
     tr = _traced('svd', n, T.f32)
     worst = 0.0
     edges = [A for k, A in (EDGE_2 if n == 2 else EDGE_3).items() if k != 'tiny_scale']
@@ -322,7 +324,7 @@ def test_traced_f32_accuracy(n):
         worst = max(worst, np.abs(U @ S @ V.T - A32).max() / scale)
         _check_rotation(U, 1e-5)
         _check_rotation(V, 1e-5)
-    assert worst < 1e-5
+    assert worst < 3e-6          # f32 rounding level (~1e-7 typical, ~8e-7 worst seen)
 
 
 def _loss_weights(n, seed):

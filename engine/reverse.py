@@ -1,0 +1,332 @@
+"""Reverse-mode autodiff: the adjoint of a kernel's IR, as new IR.
+
+The adjoint kernel first recomputes the primal values of the kernel (global
+writes dropped: global fields are the checkpoints), then walks the statements
+backwards, accumulating adjoints into local adjoint cells and into `.grad`
+fields with atomic adds:
+
+* every op's partial derivatives come from its entry in the op table;
+* a mutable local is a memory cell: a load adds the reader's adjoint to the
+  cell's adjoint, a store moves the cell's adjoint to the stored value;
+* `if` reverses into an `if` on the same condition; values computed inside a
+  branch are stashed in locals so that the reversed branch can read them;
+* a parallel loop reverses into a parallel loop whose body recomputes and then
+  reverses one iteration;
+* a serial loop pushes the locals it modifies on a per-thread stack at each
+  iteration; the reversed loop pops them, recomputes the iteration and
+  reverses it. Stacks grow on demand, so no stack size is ever configured.
+"""
+from . import dtypes as T
+from . import ops
+from .errors import TaichiCompilationError
+from .fields import Field
+from .ir import Block, Builder, building, walk
+
+_NO_ADJOINT = frozenset({'const', 'arg', 'loop_index', 'random', 'ndarray_shape', 'alloca'})
+
+
+class AutodiffError(TaichiCompilationError):
+    """The engine cannot differentiate this construct correctly, so it refuses."""
+
+
+class AdStack:
+    """Identity of one serial loop's stack of carried locals."""
+
+
+def adjoint(body):
+    """The IR of the adjoint kernel of `body` (the primal kernel's IR)."""
+    return ReversePass().run(body)
+
+
+class ReversePass:
+    def __init__(self):
+        self.out = Builder()
+        self.scopes = [{}]            # primal statement -> its recomputed copy, per open block
+        self.stash = {}               # primal statement -> local holding its value
+        self.adj = {}                 # primal statement -> adjoint cell (an alloca)
+        self.home = []                # allocas to put first in the kernel or parallel body
+        self.kernel_home = self.home
+        self.if_depth = 0
+        self.in_parallel = False
+        self.serial_scope = set()     # primal statements copied outside parallel loops
+        self.stacks = {}              # primal serial loop -> (AdStack, carried allocas)
+
+    def run(self, body):
+        with building(self.out):
+            self.forward(body, push=True)
+            self.reverse(body)
+        self.out.root.stmts[0:0] = self.home
+        return self.out.root
+
+    # --- emission helpers ------------------------------------------------------
+    def emit(self, op, args=(), dtype=None, **attrs):
+        self.out.loc = self._loc
+        return self.out.emit(op, args, dtype, cls=ops.Value, **attrs)
+
+    _loc = None
+
+    def new_alloca(self, dtype):
+        stmt = ops.Value('alloca', (), dtype)
+        self.home.append(stmt)
+        return stmt
+
+    def error(self, stmt, message):
+        return AutodiffError(message, stmt.loc)
+
+    def primal(self, stmt):
+        for scope in reversed(self.scopes):
+            if stmt in scope:
+                value = scope[stmt]
+                if isinstance(value, _Unavailable):
+                    raise self.error(stmt, 'the old value returned by an atomic operation cannot be '
+                                           'used in a kernel that is differentiated (replaying the '
+                                           'atomic would change the field)')
+                return value
+        if stmt in self.stash:
+            return self.emit('local_load', [self.stash[stmt]], stmt.dtype)
+        raise self.error(stmt, f'internal autodiff error: no primal value for {stmt.op}')
+
+    def bind(self, stmt, copy):
+        self.scopes[-1][stmt] = copy
+        if not self.in_parallel:
+            self.serial_scope.add(stmt)
+        if self.if_depth and stmt.op != 'alloca' and stmt.dtype is not None:
+            cell = self.stash.get(stmt)
+            if cell is None:
+                cell = self.stash[stmt] = self.new_alloca(stmt.dtype)
+            self.out.emit('local_store', [cell, copy])
+
+    def open(self, block):
+        return _Scoped(self, block)
+
+    # --- forward recomputation -----------------------------------------------------
+    def forward(self, block, push):
+        for s in block.stmts:
+            self._loc = s.loc
+            self.forward_stmt(s, push)
+
+    def forward_stmt(self, s, push):
+        op = s.op
+        if op == 'for':
+            if not s.attrs['parallel']:
+                self.forward_loop(s, push)
+            return
+        if op == 'if':
+            then_b, else_b = Block(), Block()
+            self.emit('if', [self.primal(s.args[0])], then=then_b, **{'else': else_b})
+            self.if_depth += 1
+            for target, source in ((then_b, s.attrs['then']), (else_b, s.attrs['else'])):
+                with self.open(target):
+                    self.forward(source, push)
+            self.if_depth -= 1
+            return
+        if op in ('while', 'break', 'continue'):
+            raise self.error(s, f'autodiff through `{op}` is not supported yet')
+        if op in ('global_store', 'return', 'local_atomic'):
+            return
+        if op == 'atomic':
+            if s.dtype.is_float and s.attrs['kind'] in ('min', 'max'):
+                raise self.error(s, f'atomic_{s.attrs["kind"]} on a float field is not differentiable')
+            self.scopes[-1][s] = _Unavailable(s)
+            return
+        attrs = dict(s.attrs)
+        copy = self.emit(op, [self.primal(a) for a in s.args], s.dtype, **attrs)
+        self.bind(s, copy)
+
+    def forward_loop(self, s, push):
+        begin, end = (self.primal(a) for a in s.args)
+        carried = carried_locals(s)
+        stack = self.stacks.setdefault(s, (AdStack(), carried))[0]
+        body = Block()
+        index = ops.Value('loop_index', (), T.i32)
+        self.emit('for', [begin, end], body=body, index=index, parallel=False)
+        with self.open(body):
+            self.scopes[-1][s.attrs['index']] = index
+            if push:
+                for a in carried:
+                    value = self.emit('local_load', [self.primal(a)], a.dtype)
+                    self.emit('stack_push', [value], stack=stack)
+            self.forward(s.attrs['body'], push=False)
+
+    # --- reverse sweep ------------------------------------------------------------
+    def reverse(self, block):
+        start = len(self.out.block.stmts)
+        zeroed_before = set(self.adj)
+        for s in reversed(block.stmts):
+            self._loc = s.loc
+            self.reverse_stmt(s)
+        # Adjoint cells of values defined in this block start at zero here.
+        zeros = []
+        for s in block.stmts:
+            if s in self.adj and s not in zeroed_before:
+                cell = self.adj[s]
+                zeros.append(ops.Value('local_store', [cell, _zero_const(zeros, cell.dtype)]))
+        self.out.block.stmts[start:start] = zeros
+
+    def reverse_stmt(self, s):
+        op = s.op
+        handler = getattr(self, 'reverse_' + op, None)
+        if handler is not None:
+            return handler(s)
+        if op in _NO_ADJOINT or s.dtype is None or not s.dtype.is_float or s not in self.adj:
+            return
+        rule = ops.OPS[op].partials
+        if rule is None:
+            return
+        g = self.load_adj(s)
+        partials = rule([self.primal(a) for a in s.args], self.primal(s))
+        for arg, partial in zip(s.args, partials):
+            if partial is not None and arg.dtype.is_float:
+                self.accumulate(arg, g * partial)
+
+    def reverse_for(self, s):
+        if s.attrs['parallel']:
+            return self.reverse_parallel_loop(s)
+        stack, carried = self.stacks[s]
+        begin, end = (self.primal(a) for a in s.args)
+        body = Block()
+        k = ops.Value('loop_index', (), T.i32)
+        self.emit('for', [begin, end], body=body, index=k, parallel=False)
+        with self.open(body):
+            index = begin + end - 1 - k
+            self.scopes[-1][s.attrs['index']] = index
+            for a in reversed(carried):
+                value = self.emit('stack_pop', (), a.dtype, stack=stack)
+                self.emit('local_store', [self.primal(a), value])
+            self.forward(s.attrs['body'], push=True)
+            self.reverse(s.attrs['body'])
+
+    def reverse_parallel_loop(self, s):
+        begin, end = (self.primal(a) for a in s.args)
+        body = Block()
+        index = ops.Value('loop_index', (), T.i32)
+        self.emit('for', [begin, end], body=body, index=index, parallel=True)
+        saved_home, saved_if = self.home, self.if_depth
+        self.home, self.if_depth, self.in_parallel = [], 0, True
+        with self.open(body):
+            self.scopes[-1][s.attrs['index']] = index
+            self.forward(s.attrs['body'], push=True)
+            self.reverse(s.attrs['body'])
+        body.stmts[0:0] = self.home
+        self.home, self.if_depth, self.in_parallel = saved_home, saved_if, False
+
+    def reverse_if(self, s):
+        then_b, else_b = Block(), Block()
+        self.emit('if', [self.primal(s.args[0])], then=then_b, **{'else': else_b})
+        for target, source in ((then_b, s.attrs['then']), (else_b, s.attrs['else'])):
+            with self.open(target):
+                self.reverse(source)
+
+    def reverse_local_load(self, s):
+        if s in self.adj and s.dtype.is_float:
+            self.accumulate(s.args[0], self.load_adj(s))
+
+    def reverse_local_store(self, s):
+        cell, value = s.args
+        if cell in self.adj and cell.dtype.is_float:
+            self.accumulate(value, self.load_adj(cell))
+            self.emit('local_store', [self.adj[cell], ops.const(0, cell.dtype)])
+
+    def reverse_local_atomic(self, s):
+        cell, value = s.args
+        if cell in self.adj and cell.dtype.is_float:
+            g = self.load_adj(cell)
+            self.accumulate(value, g if s.attrs['kind'] == 'add' else -g)
+
+    def reverse_global_load(self, s):
+        grad = _grad_of(s.attrs['target'])
+        if grad is None or s not in self.adj:
+            return
+        indices = [self.primal(a) for a in s.args]
+        self.emit('atomic', indices + [self.load_adj(s)], s.dtype, target=grad,
+                  component=s.attrs['component'], kind='add')
+
+    def reverse_global_store(self, s):
+        self._reverse_write(s, 1)
+
+    def reverse_atomic(self, s):
+        kind = s.attrs['kind']
+        if kind in ('add', 'sub'):
+            self._reverse_write(s, 1 if kind == 'add' else -1)
+
+    def _reverse_write(self, s, sign):
+        value = s.args[-1]
+        grad = _grad_of(s.attrs['target'])
+        if grad is None or not value.dtype.is_float:
+            return
+        indices = [self.primal(a) for a in s.args[:-1]]
+        g = self.emit('global_load', indices, value.dtype, target=grad, component=s.attrs['component'])
+        self.accumulate(value, g if sign > 0 else -g)
+
+    def reverse_return(self, s):
+        pass
+
+    # --- adjoint cells ------------------------------------------------------------
+    def adj_cell(self, stmt):
+        cell = self.adj.get(stmt)
+        if cell is None:
+            cell = self.adj[stmt] = ops.Value('alloca', (), stmt.dtype)
+            # Cells of kernel-scope values are shared by all iterations of a parallel loop.
+            shared = self.in_parallel and stmt in self.serial_scope
+            (self.kernel_home if shared else self.home).append(cell)
+        return cell
+
+    def load_adj(self, stmt):
+        return self.emit('local_load', [self.adj[stmt]], stmt.dtype)
+
+    def accumulate(self, stmt, delta):
+        """adjoint(stmt) += delta; atomically when threads share the cell."""
+        if stmt.op in _NO_ADJOINT - {'alloca'} or not stmt.dtype.is_float:
+            return
+        cell = self.adj_cell(stmt)
+        delta = ops.as_value(delta, stmt.dtype)
+        if self.in_parallel and stmt in self.serial_scope:
+            self.emit('local_atomic', [cell, delta], stmt.dtype, kind='add')
+        else:
+            self.emit('local_store', [cell, self.emit('local_load', [cell], stmt.dtype) + delta])
+
+
+class _Unavailable:
+    def __init__(self, stmt):
+        self.stmt = stmt
+
+
+class _Scoped:
+    def __init__(self, rp, block):
+        self.rp, self.block = rp, block
+
+    def __enter__(self):
+        self.rp.scopes.append({})
+        self._open = self.rp.out.open(self.block)
+        self._open.__enter__()
+
+    def __exit__(self, *exc):
+        self._open.__exit__(*exc)
+        self.rp.scopes.pop()
+
+
+def _zero_const(sink, dtype):
+    stmt = ops.Value('const', (), dtype, value=0.0 if dtype.is_float else 0)
+    if sink is not None:
+        sink.append(stmt)
+    return stmt
+
+
+def _grad_of(target):
+    if isinstance(target, Field):
+        grad = target.grad
+        return grad if grad is not None and grad.placed and target.dtype.is_float else None
+    return getattr(target, 'grad_target', None)
+
+
+def carried_locals(loop):
+    """Locals defined outside a serial loop and stored inside it, in a stable order."""
+    inside = {s for s in walk(loop.attrs['body'])}
+    seen, out = set(), []
+    for s in walk(loop.attrs['body']):
+        if s.op in ('local_store', 'local_atomic'):
+            cell = s.args[0]
+            if cell not in inside and cell not in seen:
+                seen.add(cell)
+                out.append(cell)
+    return out
