@@ -146,7 +146,7 @@ class FunctionEmitter:
         if isinstance(target, Field):
             raw = eb.load(eb.gep(self.fields, [I64(target.id)]))
         else:
-            raw = eb.load(eb.bitcast(eb.gep(self.args, [I64(target.offset)]), I8P.as_pointer()))
+            raw = eb.load(eb.bitcast(eb.gep(self.args, [I64(target.pointer_offset)]), I8P.as_pointer()))
         base = eb.bitcast(raw, target.dtype.llvm.as_pointer())
         self.bases[target] = base
         return base
@@ -154,7 +154,7 @@ class FunctionEmitter:
     def extent(self, target, axis):
         if isinstance(target, Field):
             return I64(target.shape[axis])
-        return self.b.load(self.arg_pointer(target.offset + 8 * (axis + 1), I64))
+        return self.b.load(self.arg_pointer(target.shape_offset + 8 * axis, I64))
 
     def address(self, stmt):
         target, comp = stmt.attrs['target'], stmt.attrs['component']

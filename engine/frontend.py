@@ -118,9 +118,15 @@ class MatVar:
 class NdarrayArg:
     """An ndarray kernel argument: a pointer and a run-time shape in the argument buffer."""
 
-    def __init__(self, index, name, dtype, ndim, element_shape, offset):
+    def __init__(self, index, name, dtype, ndim, element_shape, offset, grad_offset=None):
         self.index, self.name, self.dtype = index, name, dtype
-        self.ndim, self.element_shape, self.offset = ndim, tuple(element_shape), offset
+        self.ndim, self.element_shape = ndim, tuple(element_shape)
+        self.pointer_offset, self.shape_offset = offset, offset + 8
+        # The gradient array (if the argument has one) shares the shape slots.
+        self.grad_target = None
+        if grad_offset is not None:
+            self.grad_target = NdarrayArg(index, name + '.grad', dtype, ndim, element_shape, offset)
+            self.grad_target.pointer_offset = grad_offset
 
     @property
     def shape(self):
@@ -237,7 +243,8 @@ class KernelBuilder(ast.NodeVisitor):
         with building(self.builder):
             scope = {}
             for name, obj in make_params().items():
-                scope[name] = self._bind_param(obj)
+                # Scalar arguments become mutable locals; template arguments stay Python.
+                scope[name] = self._new_var(obj) if ops.is_value(obj) else obj
             self.frames.append(FunctionContext(self.kernel_source, scope))
             self._visit_body(self.kernel_source.node.body)
         return self.builder.root
@@ -716,9 +723,9 @@ class KernelBuilder(ast.NodeVisitor):
         loop = self.loops[-1]
         if loop.kind == 'static':
             raise self.error(node, f'`{kind}` is not supported in a ti.static loop')
-        if loop.kind == 'parallel':
-            raise self.error(node, f'`{kind}` is not supported in the outermost (parallel) loop of a '
-                                   f'kernel; use it in an inner serial loop or ti.loop_config(serialize=True)')
+        if loop.kind == 'parallel' and kind == 'break':
+            raise self.error(node, '`break` is not supported in the outermost (parallel) loop of a '
+                                   'kernel; use it in an inner serial loop or ti.loop_config(serialize=True)')
         self.builder.emit(kind)
 
     def visit_For(self, node):

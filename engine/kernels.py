@@ -19,6 +19,7 @@ from . import dtypes as T
 from .errors import SourceLocation, TaichiTypeError
 from .fields import Field, Ndarray
 from .frontend import FunctionSource, KernelBuilder, NdarrayArg, Template
+from .ir import verify
 
 _symbol_ids = itertools.count()
 compile_count = 0   # kernels compiled in this process (tests check laziness with it)
@@ -33,17 +34,21 @@ class NdarrayType:
 
 class ArgSpec:
     def __init__(self, name, annotation):
-        self.name = name
+        self.name, self.annotation = name, annotation
         if isinstance(annotation, Template) or annotation is Template:
-            self.kind, self.dtype = 'template', None
+            self.kind = 'template'
         elif isinstance(annotation, NdarrayType) or annotation is NdarrayType:
-            self.kind, self.dtype = 'ndarray', None
+            self.kind = 'ndarray'
         else:
-            dtype = T.resolve(annotation) if annotation is not inspect.Parameter.empty else None
-            if dtype is None:
+            if annotation is inspect.Parameter.empty or T.resolve(annotation) is None:
                 raise TaichiTypeError(f'kernel argument {name!r} needs a type annotation '
                                       f'(ti.f32, ti.i32, ti.template(), ti.types.ndarray(), ...)')
-            self.kind, self.dtype = 'scalar', dtype
+            self.kind = 'scalar'
+
+    @property
+    def dtype(self):
+        """Resolved per program: `float` means the default_fp of the current ti.init."""
+        return T.resolve(self.annotation) if self.kind == 'scalar' else None
 
 
 def _scalar_format(dtype):
@@ -68,8 +73,6 @@ class Kernel:
         self.__doc__ = fn.__doc__
         self.signature = inspect.signature(fn)
         self.specs = [ArgSpec(p.name, p.annotation) for p in self.signature.parameters.values()]
-        ret = self.signature.return_annotation
-        self.return_type = None if ret in (inspect.Signature.empty, None) else T.resolve(ret)
         self.keyed = [k for k, s in enumerate(self.specs) if s.kind != 'scalar']
         self._source = None
         self._cache = {}
@@ -82,6 +85,11 @@ class Kernel:
         if self._source is None:
             self._source = FunctionSource(self.fn)
         return self._source
+
+    @property
+    def return_type(self):
+        ret = self.signature.return_annotation
+        return None if ret in (inspect.Signature.empty, None) else T.resolve(ret)
 
     def location(self):
         return SourceLocation(self.source.filename, self.source.first_line, 0, None, self.name)
@@ -140,6 +148,8 @@ def build_native(kernel, body, layout, prog, suffix=''):
     """IR -> loaded native code, wrapped for launching."""
     global compile_count
     symbol = f'{kernel.name}{suffix}_{next(_symbol_ids)}'
+    if prog.config.debug:
+        verify(body)
     llvm_ir, entry = codegen.generate(symbol, body, layout.ret_offset, prog.config.debug, prog)
     address = jit.load_object(jit.compile_ir(llvm_ir), [entry])[entry]
     compile_count += 1
@@ -185,9 +195,14 @@ class ArgLayout:
                 dtype = T.from_numpy(array.dtype)
                 element_shape = value.element_shape if isinstance(value, Ndarray) else ()
                 ndim = array.ndim - len(element_shape)
-                self.ndarray_params[k] = NdarrayArg(k, spec.name, dtype, ndim, element_shape, offset)
-                self.ndarrays.append((k, offset, ndim))
-                offset += 8 * (1 + ndim)
+                has_grad = getattr(value, 'grad', None) is not None
+                grad_offset = offset + 8 * (1 + ndim) if has_grad else None
+                self.ndarray_params[k] = NdarrayArg(k, spec.name, dtype, ndim, element_shape,
+                                                    offset, grad_offset)
+                self.ndarrays.append((k, offset, ndim, grad_offset))
+                size = 8 * (1 + ndim + has_grad)
+                fmt += 'x' * size                  # filled by _pack_ndarrays
+                offset += size
         self.scalar_format = fmt
         self.ret_offset = offset
         self.return_type = return_type
@@ -244,12 +259,14 @@ class CompiledKernel:
             return self.unpack_return(self.buffer, self.layout.ret_offset)[0]
 
     def _pack_ndarrays(self, args):
-        for k, offset, ndim in self.layout.ndarrays:
+        for k, offset, ndim, grad_offset in self.layout.ndarrays:
             array = _as_array(args[k])
             if not array.flags.c_contiguous:
                 raise _call_error(self.kernel, f'ndarray argument {self.layout.specs[k].name!r} must be '
                                                f'C-contiguous (use np.ascontiguousarray)')
             struct.pack_into('=Q' + 'q' * ndim, self.buffer, offset, array.ctypes.data, *array.shape[:ndim])
+            if grad_offset is not None:
+                struct.pack_into('=Q', self.buffer, grad_offset, args[k].grad.data.ctypes.data)
 
 
 def _key_of(spec, value):
@@ -258,7 +275,7 @@ def _key_of(spec, value):
         if not hasattr(array, 'dtype'):
             return ('bad', type(value))
         element_shape = value.element_shape if isinstance(value, Ndarray) else ()
-        return (array.dtype.str, array.ndim, element_shape)
+        return (array.dtype.str, array.ndim, element_shape, getattr(value, 'grad', None) is not None)
     try:
         hash(value)
         return (type(value), value) if not isinstance(value, Field) else value

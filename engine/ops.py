@@ -161,7 +161,7 @@ def binary(name, a, b):
     if not (is_value(a) or is_number(a)) or not (is_value(b) or is_number(b)):
         return NotImplemented
     if name in ('logical_and', 'logical_or'):
-        return emit(name, [truth(a), truth(b)], T.i32)
+        return emit(name, [as_value(truth(a), T.i32), as_value(truth(b), T.i32)], T.i32)
     t = _operand_type(name, dtype_of(a, b), dtype_of(b, a))
     out = T.i32 if OPS[name].type_rule == 'bool' else t
     return emit(name, [as_value(a, t), as_value(b, t)], out)

@@ -200,3 +200,28 @@ def test_parallel_elementwise_large(threads):
     x.from_numpy(data)
     k_elementwise(x, y)
     np.testing.assert_array_equal(y.to_numpy(), data * 2 + np.arange(N))
+
+
+@ti.kernel
+def k_fill_2d(y: ti.template()):
+    for i, j in ti.ndrange(y.shape[0], y.shape[1]):
+        y[i, j] = i * 1000 + j
+
+
+@ti.kernel
+def k_struct_for_2d_sum(y: ti.template(), total: ti.template()):
+    for i, j in y:
+        total[None] += y[i, j] % 7
+
+
+@pytest.mark.parametrize('threads', THREADS)
+def test_parallel_2d_loops(threads):
+    ti.init(arch=ti.cpu, cpu_max_num_threads=threads)
+    y = ti.field(ti.i64, shape=(1000, 1000))
+    total = ti.field(ti.i64, shape=())
+    k_fill_2d(y)
+    i, j = np.indices((1000, 1000))
+    expected = i * 1000 + j
+    np.testing.assert_array_equal(y.to_numpy(), expected)
+    k_struct_for_2d_sum(y, total)
+    assert total[None] == int(np.sum(expected % 7))

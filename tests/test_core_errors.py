@@ -292,6 +292,13 @@ def k_oob_2d(x: ti.template()):
 
 
 @ti.kernel
+def k_oob_negative(x: ti.template()):
+    for i in range(7):
+        if i == 0:
+            x[i - 1] = 1.0  #@oobneg
+
+
+@ti.kernel
 def k_in_bounds(x: ti.template()):
     for i in range(7):
         x[i] = i
@@ -341,3 +348,14 @@ def test_debug_mode_in_bounds_runs():
     x = ti.field(ti.i32, shape=7)
     k_in_bounds(x)
     assert x.to_numpy().tolist() == list(range(7))
+
+
+def test_debug_negative_index():
+    ti.init(arch=ti.cpu, debug=True)
+    neg_field = ti.field(ti.f32, shape=7, name='neg_field')
+    with pytest.raises(IndexError) as e:
+        k_oob_negative(neg_field)
+    msg = str(e.value)
+    assert 'neg_field' in msg, msg
+    assert has_number(msg, -1), msg
+    assert_points_at(e.value, 'oobneg')

@@ -139,6 +139,16 @@ def test_field_1d_2d_3d_4d_kernel_writes():
     assert x4.shape == (2, 3, 2, 3)
 
 
+def test_positional_shape_arguments():
+    x = ti.field(ti.f32, 5)
+    v = ti.Vector.field(2, ti.f32, 3)
+    m = ti.Matrix.field(2, 3, ti.f64, (4, 2))
+    assert x.shape == (5,)
+    assert v.shape == (3,) and v.to_numpy().shape == (3, 2)
+    assert m.shape == (4, 2) and m.to_numpy().shape == (4, 2, 2, 3)
+    assert m.dtype == ti.f64
+
+
 def test_field_0d():
     s = ti.field(ti.f32, shape=())
     assert s.shape == ()
@@ -276,6 +286,7 @@ def test_vector_field_python_scope_access():
     v[2] = ti.Vector([4.0, 5.0, 6.0])
     v[3] = np.array([7.0, 8.0, 9.0])
     e = v[1]
+    assert isinstance(e, ti.Matrix)
     assert e[0] == 1 and e[1] == 2 and e[2] == 3
     assert v[2][1] == 5.0
     np.testing.assert_array_equal(np.array(v[3]), [7.0, 8.0, 9.0])
@@ -288,6 +299,7 @@ def test_matrix_field_python_scope_access():
     m = ti.Matrix.field(2, 2, ti.f32, shape=3)
     m[0] = [[1, 2], [3, 4]]
     m[2] = ti.Matrix([[5.0, 6.0], [7.0, 8.0]])
+    assert isinstance(m[0], ti.Matrix)
     assert m[0][0, 1] == 2
     assert m[0][1, 0] == 3
     assert m[2][1, 1] == 8.0

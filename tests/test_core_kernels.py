@@ -155,6 +155,7 @@ def k_funcs(x: ti.template(), out: ti.template(), vout: ti.template(), mout: ti.
     out[4] = t
     out[5] = u
     write_through(out, 6, x[2] * 10)
+    out[7] = hyp(x[0], x[2]) / 3
 
 
 @ti.kernel
@@ -164,22 +165,27 @@ def k_func_tuple(x: ti.template(), out: ti.template()):
     out[1] = hi
 
 
-def test_funcs():
-    x = ti.field(ti.f64, shape=3)
-    out = ti.field(ti.f64, shape=7)
-    vout = ti.Vector.field(3, ti.f64, shape=1)
-    mout = ti.Matrix.field(2, 2, ti.f64, shape=1)
+def test_funcs(fp):
+    x = ti.field(fp, shape=3)
+    out = ti.field(fp, shape=8)
+    vout = ti.Vector.field(3, fp, shape=1)
+    mout = ti.Matrix.field(2, 2, fp, shape=1)
     x.from_numpy(np.array([3.0, 4.0, 0.5]))
     k_funcs(x, out, vout, mout)
-    assert out.to_numpy().tolist() == [9.0, 5.0, 16.0 * 14, 7.5, 3.0, 4.0, 5.0]
+    r = out.to_numpy()
+    assert r[:7].tolist() == [9.0, 5.0, 16.0 * 14, 7.5, 3.0, 4.0, 5.0]
+    if fp == ti.f32:
+        assert r[7] == pytest.approx(np.sqrt(9.25) / 3, rel=1e-6)
+    else:
+        assert r[7] == pytest.approx(np.sqrt(9.25) / 3, rel=1e-15)
     np.testing.assert_array_equal(vout.to_numpy()[0], [3, 6, 9])
     np.testing.assert_array_equal(mout.to_numpy()[0], [[4, 0], [1, 16]])
 
 
-def test_func_returning_tuple():
-    x = ti.field(ti.f32, shape=2)
-    out = ti.field(ti.f32, shape=2)
-    x.from_numpy(np.array([5.0, -2.0], dtype=np.float32))
+def test_func_returning_tuple(fp):
+    x = ti.field(fp, shape=2)
+    out = ti.field(fp, shape=2)
+    x.from_numpy(np.array([5.0, -2.0]))
     k_func_tuple(x, out)
     assert out.to_numpy().tolist() == [-2.0, 5.0]
 
@@ -259,10 +265,10 @@ def test_closures():
     assert x.to_numpy().tolist() == [0, 5, 10, 15]
 
 
-def test_static_loops():
-    x = ti.field(ti.f32, shape=4)
-    y = ti.field(ti.f32, shape=(2, 3))
-    out = ti.field(ti.f32, shape=3)
+def test_static_loops(fp):
+    x = ti.field(fp, shape=4)
+    y = ti.field(fp, shape=(2, 3))
+    out = ti.field(fp, shape=3)
     k_static_loops(x, y, out)
     assert out.to_numpy().tolist() == [14.0, 7.5, 110.0]
     np.testing.assert_array_equal(x.to_numpy(), 1)
@@ -600,3 +606,116 @@ def test_loops_under_if_are_serial():
     out = ti.field(ti.i32, shape=2)
     k_top_level_serial(out)
     assert out.to_numpy().tolist() == [5, 123]
+
+
+# --------------------------------------------------------------------------- fields as globals, instantiation
+
+G = None          # a module-level field, re-created by the tests after ti.init
+
+
+@ti.kernel
+def k_uses_global(v: ti.i32):
+    for i in G:
+        G[i] = v + i
+
+
+@ti.kernel
+def k_add_into(src: ti.template(), dst: ti.template()):
+    for i in src:
+        dst[i] += src[i]
+
+
+def test_kernel_reads_module_global_field():
+    global G
+    G = ti.field(ti.i32, shape=3)
+    k_uses_global(10)
+    assert G.to_numpy().tolist() == [10, 11, 12]
+    ti.init(arch=ti.cpu)
+    G = ti.field(ti.i32, shape=5)        # a new field after ti.init: the kernel is rebuilt for it
+    k_uses_global(20)
+    assert G.to_numpy().tolist() == [20, 21, 22, 23, 24]
+
+
+def test_kernel_captures_fields_by_closure():
+    a = ti.field(ti.f32, shape=4)
+    b = ti.Vector.field(2, ti.f32, shape=4)
+
+    @ti.kernel
+    def fill(s: ti.f32):
+        for i in a:
+            a[i] = s * i
+            b[i] = ti.Vector([a[i], -a[i]])
+
+    fill(0.5)
+    assert a.to_numpy().tolist() == [0.0, 0.5, 1.0, 1.5]
+    np.testing.assert_array_equal(b.to_numpy()[:, 1], [0.0, -0.5, -1.0, -1.5])
+
+
+def test_template_instantiated_per_field():
+    x = ti.field(ti.i32, shape=3)
+    y = ti.field(ti.i32, shape=3)
+    z = ti.field(ti.i32, shape=3)
+    x.from_numpy(np.array([1, 2, 3], dtype=np.int32))
+    y.from_numpy(np.array([10, 20, 30], dtype=np.int32))
+    k_add_into(x, z)
+    k_add_into(y, z)
+    k_add_into(x, y)
+    assert z.to_numpy().tolist() == [11, 22, 33]
+    assert y.to_numpy().tolist() == [11, 22, 33]
+    assert x.to_numpy().tolist() == [1, 2, 3]
+
+
+# --------------------------------------------------------------------------- more control flow
+
+@ti.kernel
+def k_outer_continue(x: ti.template()):
+    for i in x:
+        if i % 3 == 0:
+            continue
+        x[i] = 1
+
+
+@ti.kernel
+def k_top_level_while(out: ti.template(), limit: ti.i32):
+    k = 0
+    total = 0
+    while True:
+        if k >= limit:
+            break
+        total += k
+        k += 1
+    out[None] = total
+
+
+@ti.kernel
+def k_local_type_fixed(out: ti.template(), x: ti.f32):
+    a = 0              # i32 local: later float assignments are cast to i32
+    a = x
+    out[0] = a
+    s = 0
+    s += x
+    s += x
+    out[1] = s
+    f = 0.0            # float local: stays float
+    f += 1
+    out[2] = f * 10
+
+
+def test_continue_in_outermost_loop():
+    x = ti.field(ti.i32, shape=10)
+    k_outer_continue(x)
+    assert x.to_numpy().tolist() == [0 if i % 3 == 0 else 1 for i in range(10)]
+
+
+def test_top_level_while_loop():
+    out = ti.field(ti.i32, shape=())
+    k_top_level_while(out, 10)
+    assert out[None] == 45
+    k_top_level_while(out, 0)
+    assert out[None] == 0
+
+
+def test_local_variable_type_is_fixed_by_first_assignment():
+    out = ti.field(ti.f32, shape=3)
+    k_local_type_fixed(out, 2.7)
+    assert out.to_numpy().tolist() == [2.0, 4.0, 10.0]     # int(2.7) = 2; int(int(0 + 2.7) + 2.7) = 4

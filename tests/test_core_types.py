@@ -331,13 +331,13 @@ def test_true_division_of_ints_gives_default_fp(fp):
     assert k_div(1, 4) == 0.25
 
 
-def test_augmented_assignments():
+def test_augmented_assignments(fp):
     iin = ti.field(ti.i32, shape=6)
-    fin = ti.field(ti.f32, shape=3)
+    fin = ti.field(fp, shape=3)
     iout = ti.field(ti.i32, shape=8)
-    fout = ti.field(ti.f32, shape=7)
+    fout = ti.field(fp, shape=7)
     iin.from_numpy(np.array([17, 10, 10, 10, -7, -7], dtype=np.int32))
-    fin.from_numpy(np.array([1.5, 3.0, 3.0], dtype=np.float32))
+    fin.from_numpy(np.array([1.5, 3.0, 3.0]))
     k_augassign(iin, fin, iout, fout)
     assert iout.to_numpy().tolist() == [20, 15, 30, 7, 3, 27, -4, 3]
     assert fout.to_numpy().tolist() == [0.75, 1.75, 7.0, 6.5, 42.25, 10.0, 1.0]
