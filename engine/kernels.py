@@ -19,7 +19,7 @@ from . import dtypes as T
 from .errors import SourceLocation, TaichiTypeError
 from .fields import Field, Ndarray
 from .frontend import FunctionSource, KernelBuilder, NdarrayArg, Template
-from .ir import verify
+from .ir import verify, walk
 
 _symbol_ids = itertools.count()
 compile_count = 0   # kernels compiled in this process (tests check laziness with it)
@@ -169,10 +169,11 @@ class AdjointKernel:
         if kwargs:
             args = kernel._bind(args, kwargs)
         primal = kernel.compiled(args)
-        if primal.adjoint is None:
+        adjoint = primal.adjoint
+        if adjoint is None:
             body = reverse.adjoint(primal.body)
-            primal.adjoint = build_native(kernel, body, primal.layout, primal.program, '_grad')
-        primal.adjoint.launch(args, check_errors=True)
+            adjoint = primal.adjoint = build_native(kernel, body, primal.layout, primal.program, '_grad')
+        adjoint.launch(args)
 
 
 class ArgLayout:
@@ -237,10 +238,11 @@ class CompiledKernel:
         self.nargs = len(layout.specs)
         rt = layout.return_type
         self.unpack_return = struct.Struct('=' + _scalar_format(rt)).unpack_from if rt else None
-        self.debug = prog.config.debug
+        # Native code reports errors (bounds in debug mode, autodiff stacks out of memory).
+        self.check_errors = prog.config.debug or any(s.op == 'stack_push' for s in walk(body))
         self.adjoint = None
 
-    def launch(self, args, check_errors=False):
+    def launch(self, args):
         if len(args) != self.nargs:
             raise _call_error(self.kernel, f'kernel {self.kernel.name}() takes {self.nargs} '
                                            f'argument(s), {len(args)} given')
@@ -253,7 +255,7 @@ class CompiledKernel:
             self._pack_ndarrays(args)
         prog = self.program
         self.cfunc(prog.field_table.ctypes.data, self.buffer_address, prog.runtime_buffer.ctypes.data)
-        if self.debug or check_errors:
+        if self.check_errors:
             prog.check_errors(self.kernel.name)
         if self.unpack_return is not None:
             return self.unpack_return(self.buffer, self.layout.ret_offset)[0]

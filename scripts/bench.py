@@ -36,6 +36,72 @@ def bench_launch():
     return {'launch_us': best_of(lambda: tiny(1.0), repeats=7, number=20000) * 1e6}
 
 
+def bench_adjoint_launch():
+    x = ti.field(ti.f32, shape=16, needs_grad=True)
+    y = ti.field(ti.f32, shape=16, needs_grad=True)
+
+    @ti.kernel
+    def tiny(scale: ti.f32):
+        for i in x:
+            y[i] = x[i] * scale
+
+    tiny(1.0)
+    tiny.grad(1.0)
+    return {'adjoint_launch_us': best_of(lambda: tiny.grad(1.0), repeats=7, number=20000) * 1e6}
+
+
+def bench_p2g_adjoint_compile():
+    """Compile time of the adjoint of a ~100-line MLS-MPM particle-to-grid kernel."""
+    n_particles, n_grid, dx, dt = 256, 32, 1 / 32, 1e-3
+    x = ti.Vector.field(2, ti.f32, shape=n_particles, needs_grad=True)
+    v = ti.Vector.field(2, ti.f32, shape=n_particles, needs_grad=True)
+    C = ti.Matrix.field(2, 2, ti.f32, shape=n_particles, needs_grad=True)
+    F = ti.Matrix.field(2, 2, ti.f32, shape=n_particles, needs_grad=True)
+    actuation = ti.field(ti.f32, shape=n_particles, needs_grad=True)
+    grid_v = ti.Vector.field(2, ti.f32, shape=(n_grid, n_grid), needs_grad=True)
+    grid_m = ti.field(ti.f32, shape=(n_grid, n_grid), needs_grad=True)
+    F_next = ti.Matrix.field(2, 2, ti.f32, shape=n_particles, needs_grad=True)
+
+    def make():
+        @ti.kernel
+        def p2g(mu: ti.f32, la: ti.f32, act_strength: ti.f32):
+            for p in range(n_particles):
+                base = ti.cast(x[p] / dx - 0.5, ti.i32)
+                fx = x[p] / dx - ti.cast(base, ti.f32)
+                w = [0.5 * (1.5 - fx) ** 2, 0.75 - (fx - 1) ** 2, 0.5 * (fx - 0.5) ** 2]
+                new_F = (ti.Matrix.identity(ti.f32, 2) + dt * C[p]) @ F[p]
+                J = new_F.determinant()
+                F_next[p] = new_F
+                r, s = ti.polar_decompose(new_F)
+                act = actuation[p] * act_strength
+                A = ti.Matrix([[0.0, 0.0], [0.0, 1.0]]) * act
+                cauchy = 2 * mu * (new_F - r) @ new_F.transpose() + \
+                    ti.Matrix.diag(2, la * (J - 1) * J)
+                cauchy += new_F @ A @ new_F.transpose()
+                stress = -(dt * 4 / dx / dx) * cauchy
+                affine = stress + C[p]
+                for i in ti.static(range(3)):
+                    for j in ti.static(range(3)):
+                        offset = ti.Vector([i, j])
+                        dpos = (ti.cast(offset, ti.f32) - fx) * dx
+                        weight = w[i][0] * w[j][1]
+                        grid_v[base + offset] += weight * (v[p] + affine @ dpos)
+                        grid_m[base + offset] += weight
+        return p2g
+
+    x.from_numpy((np.random.rand(n_particles, 2) * 0.5 + 0.25).astype(np.float32))
+    F.from_numpy(np.tile(np.eye(2, dtype=np.float32), (n_particles, 1, 1)))
+
+    def compile_adjoint():
+        kernel = make()
+        kernel(1.0, 1.0, 1.0)
+        start = time.perf_counter()
+        kernel.grad(1.0, 1.0, 1.0)
+        return time.perf_counter() - start
+
+    return {'p2g_adjoint_compile_s': statistics.median(compile_adjoint() for _ in range(3))}
+
+
 def bench_elementwise(n=1 << 24):
     a = ti.field(ti.f32, shape=n)
     b = ti.field(ti.f32, shape=n)
@@ -131,7 +197,8 @@ def main():
     args = parser.parse_args()
     ti.init(cpu_max_num_threads=args.threads)
     results = {}
-    for bench in (bench_launch, bench_elementwise, bench_compile):
+    for bench in (bench_launch, bench_adjoint_launch, bench_elementwise, bench_compile,
+                  bench_p2g_adjoint_compile):
         results.update(bench())
     results['kernels_compiled'] = kernel_module.compile_count
     width = max(map(len, results))
