@@ -172,7 +172,11 @@ class FunctionSource:
     def __init__(self, fn):
         self.fn = fn
         self.filename = inspect.getsourcefile(fn) or '<unknown>'
-        lines, self.first_line = inspect.getsourcelines(fn)
+        try:
+            lines, self.first_line = inspect.getsourcelines(fn)
+        except (OSError, TypeError) as exc:
+            raise TaichiSyntaxError(f'the source of {fn.__name__} is not available ({exc}): kernels '
+                                    f'and ti.funcs must be defined in a file') from None
         source = textwrap.dedent(''.join(lines))
         self.indent = len(lines[0]) - len(lines[0].lstrip())
         tree = ast.parse(source)

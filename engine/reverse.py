@@ -50,6 +50,7 @@ class ReversePass:
         self.in_parallel = False
         self.serial_scope = set()     # primal statements copied outside parallel loops
         self.stacks = {}              # primal serial loop -> (AdStack, carried allocas)
+        self.stale = set()            # kernel-scope locals a parallel loop accumulated into
 
     def run(self, body):
         with building(self.out):
@@ -122,7 +123,14 @@ class ReversePass:
             return
         if op in ('while', 'break', 'continue'):
             raise self.error(s, f'autodiff through `{op}` is not supported yet')
-        if op in ('global_store', 'return', 'local_atomic'):
+        if op == 'local_atomic':
+            self.stale.add(s.args[0])
+            return
+        if op == 'local_load' and s.args[0] in self.stale:
+            raise self.error(s, 'this kernel reads a kernel-scope variable after a parallel loop '
+                                'accumulated into it; its gradient would need the loop replayed. '
+                                'Accumulate into a 0-D field instead, or split the kernel')
+        if op in ('global_store', 'return'):
             return
         if op == 'atomic':
             if s.dtype.is_float and s.attrs['kind'] in ('min', 'max'):

@@ -125,7 +125,7 @@ SPECS = {
     'floor': [Spec(lambda a, b, c: ti.floor(a) * b + a * c, a=_NOT_NEAR_INT, zero_partial=True)],
     'ceil': [Spec(lambda a, b, c: ti.ceil(a) * b + a * c, a=_NOT_NEAR_INT, zero_partial=True)],
     'round': [Spec(lambda a, b, c: ti.round(a) * b + a * c, a=_NOT_NEAR_INT_OR_HALF, zero_partial=True)],
-    'floordiv': [Spec(lambda a, b, c: (a // b) * c + a * b,
+    'floordiv': [Spec(lambda a, b, c: (a // b) * b + a * c,
                       joint=_mod_domain(1.0), zero_partial=True)],
     # select: the condition carries no gradient (c.grad == 0), the taken side gets it.
     'select': [Spec(lambda a, b, c: ti.select(c > 0, a * a, b), c=_signed(0.2, 2.0))],
@@ -220,4 +220,4 @@ def test_op_partials_match_finite_differences(name, variant):
     assert any(np.abs(g).max() > 0 for g in grads.values())
     if spec.zero_partial:
         # op(a) * b + a * c: a's gradient is exactly c * w (the op adds exactly nothing).
-        assert np.array_equal(grads['a'], w * stored['c']) or name == 'floordiv'
+        assert np.array_equal(grads['a'], w * stored['c'])
