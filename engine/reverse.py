@@ -109,7 +109,9 @@ class ReversePass:
     def forward_stmt(self, s, push):
         op = s.op
         if op == 'for':
-            if not s.attrs['parallel']:
+            if s.attrs['parallel']:     # recomputed inside its adjoint loop, not here
+                self.stale.update(t.args[0] for t in walk(s.attrs['body']) if t.op == 'local_atomic')
+            else:
                 self.forward_loop(s, push)
             return
         if op == 'if':

@@ -195,6 +195,18 @@ def test_from_numpy_to_numpy_roundtrip():
     np.testing.assert_array_equal(x.to_numpy(), data * 2)
 
 
+def test_numpy_integer_indices_and_non_contiguous_input():
+    x = ti.field(ti.f32, shape=(3, 4))
+    x[np.int64(1), np.int32(2)] = 3.5
+    assert x[np.int64(1), 2] == 3.5
+    data = np.arange(12, dtype=np.float32).reshape(4, 3)
+    x.from_numpy(data.T)                        # a transposed (non-contiguous) view
+    np.testing.assert_array_equal(x.to_numpy(), data.T)
+    y = ti.field(ti.f64, shape=5)
+    y.from_numpy(np.arange(10, dtype=np.float64)[::2])   # strided view
+    assert y.to_numpy().tolist() == [0.0, 2.0, 4.0, 6.0, 8.0]
+
+
 def test_from_numpy_converts_dtype():
     x = ti.field(ti.f32, shape=3)
     x.from_numpy(np.array([1.5, 2.25, -3.0], dtype=np.float64))

@@ -83,6 +83,27 @@ def test_kernel_without_return_returns_none():
     assert k_return_field(x) == 84
 
 
+@ti.kernel
+def k_mixed_args(a: ti.i32, arr: ti.types.ndarray(), b: ti.f64, f: ti.template(), c: ti.f32,
+                 arr2: ti.types.ndarray(), d: ti.i64, e: ti.u8) -> ti.f64:
+    for i in range(arr.shape[0]):
+        arr[i] = arr[i] * a + c
+        arr2[i] = b
+    f[None] = d
+    return a + b + c + d + e
+
+
+def test_mixed_argument_kinds_and_order():
+    arr = np.arange(4, dtype=np.float32)
+    arr2 = np.zeros(4, dtype=np.float64)
+    f = ti.field(ti.i64, shape=())
+    r = k_mixed_args(3, arr, 0.125, f, 0.5, arr2, 2 ** 40, 255)
+    assert r == 3 + 0.125 + 0.5 + 2 ** 40 + 255
+    assert arr.tolist() == [0.5, 3.5, 6.5, 9.5]
+    assert arr2.tolist() == [0.125] * 4
+    assert f[None] == 2 ** 40
+
+
 def test_template_python_int_is_compile_time_constant():
     x = ti.field(ti.i32, shape=8)
     k_template_int(x, 3)

@@ -48,6 +48,7 @@ def k_vector_ops(va: ti.template(), vo: ti.template(), s: ti.template(), mo: ti.
     s[9] = ti.Vector([a.x, a.y]).cross(ti.Vector([b.x, b.y]))
     s[10] = ti.Vector([a.x, a.y, a.z, b.x]).w
     s[11] = (a * b).sum()
+    s[12] = ti.Vector([0.1, 0.2, 0.3]).dot(a)       # literal entries take default_fp precision
     mo[0] = a.outer_product(b)
 
 
@@ -163,7 +164,7 @@ def test_vector_ops(fp):
     dt = npdt(fp)
     va = ti.Vector.field(3, fp, shape=2)
     vo = ti.Vector.field(3, fp, shape=16)
-    s = ti.field(fp, shape=12)
+    s = ti.field(fp, shape=13)
     mo = ti.Matrix.field(3, 3, fp, shape=1)
     a = np.array([1.5, -2.0, 3.25], dtype=dt)
     b = np.array([-0.5, 4.0, 2.0], dtype=dt)
@@ -177,7 +178,8 @@ def test_vector_ops(fp):
     for k, e in enumerate(expected_v):
         np.testing.assert_allclose(got_v[k], e, **t, err_msg=f'vo[{k}]')
     expected_s = [a @ b, np.linalg.norm(a), np.sqrt(a @ a + 0.5), a @ a, a.sum(), a.max(), a.min(),
-                  a[0] + 10 * a[1] + 100 * a[2], a[1], a[0] * b[1] - a[1] * b[0], b[0], a @ b]
+                  a[0] + 10 * a[1] + 100 * a[2], a[1], a[0] * b[1] - a[1] * b[0], b[0], a @ b,
+                  np.array([0.1, 0.2, 0.3]) @ a]
     got_s = s.to_numpy()
     for k, e in enumerate(expected_s):
         np.testing.assert_allclose(got_s[k], e, **t, err_msg=f's[{k}]')
