@@ -164,6 +164,31 @@ def test_field_0d():
     assert s[None] == 4.0
 
 
+@ti.kernel
+def k_0d_vectors(v: ti.template(), m: ti.template(), loss: ti.template()):
+    v[None] += ti.Vector([1.0, 1.0, 1.0])
+    m[None] = m[None] @ m[None]
+    loss[None] = v[None].norm_sqr()
+    loss.grad[None] = 1.0
+    v.grad[None] = v[None] * 2
+
+
+def test_0d_vector_matrix_fields_and_grads():
+    v = ti.Vector.field(3, ti.f32, shape=(), needs_grad=True)
+    m = ti.Matrix.field(2, 2, ti.f32, shape=())
+    loss = ti.field(ti.f32, shape=(), needs_grad=True)
+    assert v.shape == () and v.to_numpy().shape == (3,)
+    assert m.to_numpy().shape == (2, 2)
+    v[None] = [1.0, 2.0, 3.0]
+    m[None] = [[1.0, 2.0], [3.0, 4.0]]
+    k_0d_vectors(v, m, loss)
+    np.testing.assert_array_equal(np.array(v[None]), [2.0, 3.0, 4.0])
+    np.testing.assert_array_equal(m.to_numpy(), [[7.0, 10.0], [15.0, 22.0]])
+    assert loss[None] == 29.0
+    assert loss.grad[None] == 1.0
+    np.testing.assert_array_equal(v.grad.to_numpy(), [4.0, 6.0, 8.0])
+
+
 def test_python_scope_get_set():
     x = ti.field(ti.f64, shape=(3, 4))
     x[1, 2] = 5.5
@@ -559,3 +584,30 @@ def test_kernel_matrix_ndarray():
     m.from_numpy(data)
     k_arr_mat(m)
     np.testing.assert_array_equal(m.to_numpy(), np.transpose(data, (0, 2, 1)) * 2)
+
+
+def test_root_place_mixed_dtypes_together():
+    a = ti.field(ti.f64)
+    b = ti.field(ti.i8)
+    c = ti.field(ti.f32)
+    d = ti.Vector.field(3, ti.i16)
+    e = ti.field(ti.u64)
+    ti.root.dense(ti.i, 5).place(a, b, c, d, e)
+    n = np.arange(5)
+    a.from_numpy(n * 1.5)
+    b.from_numpy((n - 2).astype(np.int8))
+    c.from_numpy((n * 0.25).astype(np.float32))
+    d.from_numpy(np.stack([n, -n, n * 100], axis=1).astype(np.int16))
+    e.from_numpy((n.astype(np.uint64) << np.uint64(40)) + np.uint64(7))
+    k_double(a)
+    k_double(b)
+    k_double(c)
+    k_double(d)
+    k_double(e)
+    np.testing.assert_array_equal(a.to_numpy(), n * 3.0)
+    np.testing.assert_array_equal(b.to_numpy(), (n - 2) * 2)
+    np.testing.assert_array_equal(c.to_numpy(), n * 0.5)
+    np.testing.assert_array_equal(d.to_numpy(), np.stack([n, -n, n * 100], axis=1) * 2)
+    np.testing.assert_array_equal(e.to_numpy(), ((n.astype(np.uint64) << np.uint64(40)) + np.uint64(7)) * np.uint64(2))
+    b[4] = -128
+    assert b[4] == -128 and a[4] == 12.0 and c[4] == 2.0

@@ -740,3 +740,73 @@ def test_local_variable_type_is_fixed_by_first_assignment():
     out = ti.field(ti.f32, shape=3)
     k_local_type_fixed(out, 2.7)
     assert out.to_numpy().tolist() == [2.0, 4.0, 10.0]     # int(2.7) = 2; int(int(0 + 2.7) + 2.7) = 4
+
+
+# --------------------------------------------------------------------------- values flowing into parallel loops
+
+@ti.kernel
+def k_captured_locals(x: ti.template(), v: ti.template(), s: ti.f32):
+    scale = x[0] * 2 + s                      # kernel-scope scalar read inside the loop
+    g = ti.Vector([0.0, -9.5])                # kernel-scope vector read inside the loop
+    m = ti.Matrix([[1.0, s], [0.0, 1.0]])
+    for i in v:
+        v[i] = m @ (v[i] + g * scale) + ti.Vector([i, 0.0])
+
+
+@ti.kernel
+def k_ndrange_runtime(out: ti.template(), n: ti.i32, m: ti.i32, lo: ti.i32):
+    for i, j in ti.ndrange((lo, n), m):
+        out[i, j] = i * 10 + j + 1
+
+
+@ti.kernel
+def k_while_bool_cond(x: ti.template(), out: ti.template()):
+    for r in range(x.shape[0]):
+        i = 0
+        while i < x.shape[1] and x[r, i] > 0:
+            i += 1
+        out[r] = i
+        f = x[r, 0] * 0.5
+        t = 0
+        if f != 0:                            # (Taichi rejects `if f:` for a float f)
+            t = 1
+        out[r] += t * 100
+
+
+def test_kernel_scope_values_read_in_parallel_loop():
+    x = ti.field(ti.f32, shape=1)
+    x[0] = 1.5
+    v = ti.Vector.field(2, ti.f32, shape=3)
+    v.from_numpy(np.array([[1, 2], [3, 4], [5, 6]], dtype=np.float32))
+    k_captured_locals(x, v, 0.5)
+    scale = 1.5 * 2 + 0.5
+    m = np.array([[1.0, 0.5], [0.0, 1.0]])
+    base = np.array([[1, 2], [3, 4], [5, 6]], dtype=np.float64)
+    expected = (base + np.array([0.0, -9.5]) * scale) @ m.T + np.stack([np.arange(3), np.zeros(3)], axis=1)
+    np.testing.assert_allclose(v.to_numpy(), expected, rtol=1e-6)
+
+
+def test_ndrange_runtime_bounds_and_empty_ranges():
+    out = ti.field(ti.i32, shape=(5, 4))
+    k_ndrange_runtime(out, 4, 3, 2)
+    expected = np.zeros((5, 4), dtype=np.int32)
+    for i in range(2, 4):
+        for j in range(3):
+            expected[i, j] = i * 10 + j + 1
+    np.testing.assert_array_equal(out.to_numpy(), expected)
+    k_ndrange_runtime(out, 2, 3, 2)          # empty: begin == end
+    k_ndrange_runtime(out, 5, 0, 0)          # empty: second extent 0
+    np.testing.assert_array_equal(out.to_numpy(), expected)
+    a = ti.field(ti.i32, shape=8)
+    b = ti.field(ti.i32, shape=8)
+    k_range_forms(a, b, 0)                   # range(0) and range(2, -1) run no iteration
+    assert a.to_numpy().tolist() == [0] * 8
+    assert b.to_numpy().tolist() == [0] * 8
+
+
+def test_while_with_boolean_condition():
+    x = ti.field(ti.f32, shape=(4, 5))
+    x.from_numpy(np.array([[1, 1, 0, 1, 1], [1, 1, 1, 1, 1], [0, 1, 1, 1, 1], [2, 3, -1, 1, 1]], dtype=np.float32))
+    out = ti.field(ti.i32, shape=4)
+    k_while_bool_cond(x, out)
+    assert out.to_numpy().tolist() == [102, 105, 0, 102]

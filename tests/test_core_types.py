@@ -6,7 +6,8 @@ import engine as ti
 
 pytestmark = pytest.mark.usefixtures('ti_init')
 
-ALL_DTYPES = [ti.f32, ti.f64, ti.i8, ti.i16, ti.i32, ti.i64, ti.u8, ti.u16, ti.u32, ti.u64]
+DTYPE_NAMES = ['f32', 'f64', 'i8', 'i16', 'i32', 'i64', 'u8', 'u16', 'u32', 'u64']
+ALL_DTYPES = [getattr(ti, name) for name in DTYPE_NAMES]
 NP_OF = {ti.f32: np.float32, ti.f64: np.float64, ti.i8: np.int8, ti.i16: np.int16,
          ti.i32: np.int32, ti.i64: np.int64, ti.u8: np.uint8, ti.u16: np.uint16,
          ti.u32: np.uint32, ti.u64: np.uint64}
@@ -153,7 +154,7 @@ def k_augassign(iin: ti.template(), fin: ti.template(), iout: ti.template(), fou
 # --------------------------------------------------------------------------- tests
 
 def test_dtypes_exported():
-    for name in ['f32', 'f64', 'i8', 'i16', 'i32', 'i64', 'u8', 'u16', 'u32', 'u64']:
+    for name in DTYPE_NAMES:
         assert getattr(ti, name) is not None
     assert len({id(t) for t in ALL_DTYPES}) == 10
 
@@ -211,7 +212,7 @@ def test_reset_then_init():
     assert y.to_numpy().tolist() == [1, 4, 7]
 
 
-@pytest.mark.parametrize('dt', ALL_DTYPES, ids=repr)
+@pytest.mark.parametrize('dt', ALL_DTYPES, ids=DTYPE_NAMES)
 def test_every_dtype_roundtrip_and_arithmetic(dt):
     npdt = NP_OF[dt]
     x = ti.field(dt, shape=6)
@@ -294,6 +295,33 @@ def test_float_floordiv_mod_python_semantics(a, b):
     assert out[2] == a / b
 
 
+@ti.kernel
+def k_divmod_fields(a: ti.template(), b: ti.template(), q: ti.template(), r: ti.template()):
+    for i in a:
+        q[i] = a[i] // b[i]
+        r[i] = a[i] % b[i]
+
+
+@pytest.mark.parametrize('dt', ALL_DTYPES, ids=DTYPE_NAMES)
+def test_floordiv_mod_every_dtype(dt):
+    npdt = NP_OF[dt]
+    if dt in (ti.f32, ti.f64):
+        pairs = [(-7.5, 2.0), (7.5, -2.0), (7.5, 2.0), (-7.5, -2.0), (-6.0, 3.0), (5.25, 0.5), (-0.5, 4.0)]
+    elif dt in SIGNED:
+        pairs = [(-7, 2), (7, -2), (7, 2), (-7, -2), (-8, 2), (0, 3), (-1, 5), (-100, 7), (100, -7)]
+    else:
+        pairs = [(7, 2), (8, 2), (0, 3), (200, 7), (255, 16), (1, 5)]
+    a = ti.field(dt, shape=len(pairs))
+    b = ti.field(dt, shape=len(pairs))
+    q = ti.field(dt, shape=len(pairs))
+    r = ti.field(dt, shape=len(pairs))
+    a.from_numpy(np.array([p[0] for p in pairs], dtype=npdt))
+    b.from_numpy(np.array([p[1] for p in pairs], dtype=npdt))
+    k_divmod_fields(a, b, q, r)
+    assert q.to_numpy().tolist() == [x // y for x, y in pairs]
+    assert r.to_numpy().tolist() == [x % y for x, y in pairs]
+
+
 def test_constant_division_semantics():
     ti.init(arch=ti.cpu, default_fp=ti.f64)
     out = ti.field(ti.f64, shape=8)
@@ -343,3 +371,31 @@ def test_augmented_assignments(fp):
     assert fout.to_numpy().tolist() == [0.75, 1.75, 7.0, 6.5, 42.25, 10.0, 1.0]
     assert iin.to_numpy().tolist() == [17, 15, 5, 30, -4, 1]
     assert fin.to_numpy().tolist() == [1.5, 0.75, 9.0]
+
+
+@ti.kernel
+def k_mixed_int_float(n: ti.i32, out: ti.template()):
+    out[0] = ti.sqrt(n)              # math on an int gives default_fp
+    out[1] = n ** 0.5
+    out[2] = ti.max(n, 0.5)          # int vs float literal compares as float
+    out[3] = 1.0 if n < 0.5 else 0.0
+    out[4] = n // 2.0                # int // float is a float floor division
+    out[5] = -n // 2.0
+    out[6] = n % 2.5
+    out[7] = n * 0.1
+
+
+@pytest.mark.parametrize('n', [0, 2, 7])
+def test_mixed_int_float_operations(fp, n):
+    out = ti.field(ti.f64, shape=8)
+    k_mixed_int_float(n, out)
+    r = out.to_numpy()
+    if fp == ti.f32:
+        f = np.float32
+        expected = [np.sqrt(f(n)), f(n) ** f(0.5), max(n, 0.5), float(n < 0.5), n // 2.0, -n // 2.0,
+                    n % 2.5, f(n) * f(0.1)]
+        np.testing.assert_allclose(r, np.array(expected, dtype=np.float64), rtol=1e-6, atol=1e-7)
+        assert r[7] == float(f(n) * f(0.1))          # computed in f32, not in f64
+    else:
+        expected = [np.sqrt(n), n ** 0.5, max(n, 0.5), float(n < 0.5), n // 2.0, -n // 2.0, n % 2.5, n * 0.1]
+        np.testing.assert_allclose(r, expected, rtol=1e-15, atol=0)
