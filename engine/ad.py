@@ -29,19 +29,17 @@ class _CustomGradient:
         recorder = tape.recording
         if recorder is None:
             return self.fn(*args, **kwargs)
-        recorder.record_custom(self._grad, args + tuple(kwargs.items()), self.fn.__name__)
+        recorder.record_custom(functools.partial(self._grad, **kwargs), args, self.fn.__name__)
         recorder.suspended += 1           # kernels inside are one unit on the tape
         try:
             return self.fn(*args, **kwargs)
         finally:
             recorder.suspended -= 1
 
-    def _grad(self, *args):
+    def _grad(self, *args, **kwargs):
         if self.backward is None:
             raise RuntimeError(f'{self.fn.__name__} is grad_replaced but has no ti.ad.grad_for function')
-        positional = [a for a in args if not (isinstance(a, tuple) and len(a) == 2 and isinstance(a[0], str))]
-        keywords = dict(a for a in args if isinstance(a, tuple) and len(a) == 2 and isinstance(a[0], str))
-        self.backward(*positional, **keywords)
+        self.backward(*args, **kwargs)
 
 
 def grad_replaced(fn):

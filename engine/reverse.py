@@ -51,6 +51,7 @@ class ReversePass:
         self.serial_scope = set()     # primal statements copied outside parallel loops
         self.stacks = {}              # primal serial loop -> (AdStack, carried allocas)
         self.stale = set()            # kernel-scope locals a parallel loop accumulated into
+        self.snapshots = {}           # loop -> [(outer local, key of its value at loop start)]
 
     def run(self, body):
         with building(self.out):
@@ -109,11 +110,15 @@ class ReversePass:
     def forward_stmt(self, s, push):
         op = s.op
         if op == 'for':
+            self.snapshot(s)
             if s.attrs['parallel']:     # recomputed inside its adjoint loop, not here
                 self.stale.update(t.args[0] for t in walk(s.attrs['body']) if t.op == 'local_atomic')
             else:
                 self.forward_loop(s, push)
             return
+        if op == 'random':
+            raise self.error(s, 'ti.random() in a differentiated kernel: the adjoint would draw '
+                                'different numbers; draw them into a field in a separate kernel')
         if op == 'if':
             then_b, else_b = Block(), Block()
             self.emit('if', [self.primal(s.args[0])], then=then_b, **{'else': else_b})
@@ -142,6 +147,22 @@ class ReversePass:
         attrs = dict(s.attrs)
         copy = self.emit(op, [self.primal(a) for a in s.args], s.dtype, **attrs)
         self.bind(s, copy)
+
+    def snapshot(self, loop):
+        """Remember the outer locals a loop uses, as they are when the loop starts.
+
+        The loop is recomputed during the reverse sweep, after later statements
+        may have overwritten those locals; `restore` puts these values back."""
+        keys = []
+        for cell in outer_locals(loop):
+            key = ops.Value('snapshot', (), cell.dtype)
+            self.bind(key, self.emit('local_load', [self.primal(cell)], cell.dtype))
+            keys.append((cell, key))
+        self.snapshots[loop] = keys
+
+    def restore(self, loop):
+        for cell, key in self.snapshots.get(loop, ()):
+            self.emit('local_store', [self.primal(cell), self.primal(key)])
 
     def forward_loop(self, s, push):
         begin, end = (self.primal(a) for a in s.args)
@@ -194,6 +215,7 @@ class ReversePass:
             return self.reverse_parallel_loop(s)
         stack, carried = self.stacks[s]
         begin, end = (self.primal(a) for a in s.args)
+        self.restore(s)
         body = Block()
         k = ops.Value('loop_index', (), T.i32)
         self.emit('for', [begin, end], body=body, index=k, parallel=False)
@@ -205,9 +227,11 @@ class ReversePass:
                 self.emit('local_store', [self.primal(a), value])
             self.forward(s.attrs['body'], push=True)
             self.reverse(s.attrs['body'])
+        self.restore(s)     # the state before the loop, for recomputations further back
 
     def reverse_parallel_loop(self, s):
         begin, end = (self.primal(a) for a in s.args)
+        self.restore(s)
         body = Block()
         index = ops.Value('loop_index', (), T.i32)
         self.emit('for', [begin, end], body=body, index=index, parallel=True)
@@ -327,6 +351,19 @@ def _grad_of(target):
         grad = target.grad
         return grad if grad is not None and grad.placed and target.dtype.is_float else None
     return getattr(target, 'grad_target', None)
+
+
+def outer_locals(loop):
+    """Locals defined outside a loop that its body reads or writes, in a stable order."""
+    inside = set(walk(loop.attrs['body']))
+    seen, out = set(), []
+    for s in walk(loop.attrs['body']):
+        if s.op in ('local_load', 'local_store', 'local_atomic'):
+            cell = s.args[0]
+            if cell not in inside and cell not in seen and cell.op == 'alloca':
+                seen.add(cell)
+                out.append(cell)
+    return out
 
 
 def carried_locals(loop):

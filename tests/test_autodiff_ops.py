@@ -11,7 +11,6 @@ still an input, and must get exactly the gradient finite differences give).
 The op is found in the kernel's IR, so each spec really exercises its op; an op
 added to the table with a derivative rule fails here until it gets a spec.
 """
-import math
 import zlib
 from dataclasses import dataclass, field as dc_field
 from typing import Callable, Optional
