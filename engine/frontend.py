@@ -310,8 +310,6 @@ class KernelBuilder(ast.NodeVisitor):
 
     # --- expressions ----------------------------------------------------------------
     def visit_Constant(self, node):
-        if isinstance(node.value, str) and not isinstance(node.value, bool):
-            return node.value
         return node.value
 
     def visit_Name(self, node):
@@ -459,7 +457,8 @@ class KernelBuilder(ast.NodeVisitor):
     # --- global memory ------------------------------------------------------------
     def _indices(self, node, target, index):
         if isinstance(target, Field):
-            target.ensure_placed() if target.placed else _raise_unplaced(self, node, target)
+            if not target.placed:
+                _raise_unplaced(self, node, target)
             ndim = len(target.shape)
         else:
             ndim = target.ndim

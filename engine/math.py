@@ -44,7 +44,7 @@ floor, ceil, round = _unary('floor'), _unary('ceil'), _unary('round')
 abs = _unary('abs')
 atan2 = _binary('atan2')
 bit_and, bit_or, bit_xor = _binary('bit_and'), _binary('bit_or'), _binary('bit_xor')
-_min2, _max2, _pow2 = _binary('min'), _binary('max'), None
+_min2, _max2 = _binary('min'), _binary('max')
 
 
 def pow(a, b):

@@ -25,11 +25,12 @@ class Tape:
     and `loss.grad[None]` to 1. On exit: the adjoints run in reverse order."""
 
     def __init__(self, loss=None, clear_gradients=True, validation=False, grad_check=None):
+        if validation or grad_check:
+            raise NotImplementedError('ti.ad.Tape(validation=..., grad_check=...) is not available yet')
         self.loss = loss
         self.clear_gradients = clear_gradients
         self.launches = []
         self.suspended = 0
-        self.grad_check = grad_check
 
     def record(self, kernel, args):
         if self.suspended or kernel.no_grad:
