@@ -108,9 +108,6 @@ class Field:
                 raise ValueError(f'from_numpy: cannot convert {array.dtype} to {self.dtype} for field {self.name}')
         self.data[...] = array
 
-    def from_torch(self, tensor):
-        self.from_numpy(tensor.detach().cpu().numpy())
-
     def fill(self, value):
         self.ensure_placed()
         self.data[...] = value
@@ -141,9 +138,6 @@ class Field:
 
     def copy_from(self, other):
         self.data[...] = other.data
-
-    def snode_shape(self):
-        return self.shape
 
 
 def _as_shape(shape):

@@ -28,13 +28,6 @@ from . import math as tmath
 # ----------------------------------------------------------------------------
 # Compile-time markers used by the frontend
 
-class Static:
-    """Result of `ti.static(x)`: a value the frontend must evaluate in Python."""
-
-    def __init__(self, value):
-        self.value = value
-
-
 def static(value, *more):
     if more:
         return (value,) + more

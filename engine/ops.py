@@ -244,6 +244,13 @@ def _safe_divisor(b, d):
     return b.select(b.icmp_signed('==', d, zero), llir.Constant(d.type, 1), d)
 
 
+def _remainder_sign_differs(b, r, y):
+    """C's truncating remainder needs Python's floor correction when r != 0 and sign(r) != sign(y)."""
+    zero = llir.Constant(r.type, 0)
+    return b.and_(b.icmp_signed('!=', r, zero),
+                  b.icmp_signed('!=', b.icmp_signed('<', r, zero), b.icmp_signed('<', y, zero)))
+
+
 def _lower_floordiv(b, a, ti, to):
     x, y = a
     if to.is_float:
@@ -252,10 +259,7 @@ def _lower_floordiv(b, a, ti, to):
     if not to.signed:
         return b.udiv(x, y)
     q, r = b.sdiv(x, y), b.srem(x, y)
-    zero = llir.Constant(to.llvm, 0)
-    adjust = b.and_(b.icmp_signed('!=', r, zero),
-                    b.icmp_signed('!=', b.icmp_signed('<', r, zero), b.icmp_signed('<', y, zero)))
-    return b.sub(q, b.zext(adjust, to.llvm))
+    return b.sub(q, b.zext(_remainder_sign_differs(b, r, y), to.llvm))
 
 
 def _lower_mod(b, a, ti, to):
@@ -267,10 +271,7 @@ def _lower_mod(b, a, ti, to):
     if not to.signed:
         return b.urem(x, y)
     r = b.srem(x, y)
-    zero = llir.Constant(to.llvm, 0)
-    adjust = b.and_(b.icmp_signed('!=', r, zero),
-                    b.icmp_signed('!=', b.icmp_signed('<', r, zero), b.icmp_signed('<', y, zero)))
-    return b.select(adjust, b.add(r, y), r)
+    return b.select(_remainder_sign_differs(b, r, y), b.add(r, y), r)
 
 
 def _lower_pow(b, a, ti, to):
@@ -429,8 +430,3 @@ _def('select', 3, 'same', lambda b, a, ti, to: b.select(b.icmp_signed('!=', a[0]
 
 # ti.stop_grad(x): the value passes, its gradient does not.
 _def('stop_grad', 1, 'same', lambda b, a, ti, to: a[0], lambda a: a, lambda a, out: [None])
-
-
-def differentiable(stmt):
-    """Whether gradients flow through this statement's result."""
-    return stmt.dtype is not None and stmt.dtype.is_float
