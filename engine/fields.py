@@ -200,9 +200,13 @@ class SNode:
 
     @property
     def shape(self):
-        if sorted(self.extents) != list(range(len(self.extents))):
-            raise TaichiRuntimeError(f'axes {sorted(self.extents)} leave a gap: use ti.i, ti.j, ... in order')
-        return tuple(self.extents[a] for a in range(len(self.extents)))
+        """Indices follow the axis order (ti.i, ti.j, ...) when the axes have no gap,
+        so `dense(ti.j, n).dense(ti.i, m)` is an (m, n) field as in Taichi. With a gap
+        (DiffTaichi's `dense(ti.l, steps).dense(ti.i, n)`) they follow the order in
+        which the axes appear from the root: that field is indexed `x[t, i]`."""
+        if sorted(self.extents) == list(range(len(self.extents))):
+            return tuple(self.extents[a] for a in range(len(self.extents)))
+        return tuple(self.extents.values())
 
     def place(self, *fields, offset=None):
         for f in fields:

@@ -1,0 +1,57 @@
+"""Optimizers over lists of fields: they read `field.grad` and update `field` in place."""
+import math
+
+import numpy as np
+
+
+def gradient_norm(params):
+    return math.sqrt(sum(float(np.sum(p.grad.data.astype(np.float64) ** 2)) for p in params))
+
+
+class GradientDescent:
+    """p -= lr * g, with g scaled down to norm `clip` when it is longer (DiffTaichi's scheme)."""
+
+    def __init__(self, params, lr, clip=None):
+        self.params, self.lr, self.clip = list(params), lr, clip
+
+    def step(self):
+        norm = gradient_norm(self.params)
+        scale = self.lr
+        if self.clip is not None and norm > self.clip:
+            scale *= self.clip / norm
+        for p in self.params:
+            p.data -= (scale * p.grad.data).astype(p.data.dtype)
+        return norm
+
+
+class Adam:
+    """Adam (Kingma & Ba) with optional gradient-norm clipping before the moments."""
+
+    def __init__(self, params, lr, betas=(0.9, 0.999), eps=1e-8, clip=None):
+        self.params, self.lr, self.betas, self.eps, self.clip = list(params), lr, betas, eps, clip
+        self.m = [np.zeros(p.data.shape) for p in self.params]
+        self.v = [np.zeros(p.data.shape) for p in self.params]
+        self.t = 0
+
+    def step(self):
+        norm = gradient_norm(self.params)
+        clip_scale = self.clip / norm if self.clip is not None and norm > self.clip else 1.0
+        self.t += 1
+        b1, b2 = self.betas
+        for p, m, v in zip(self.params, self.m, self.v):
+            g = p.grad.data.astype(np.float64) * clip_scale
+            m[...] = b1 * m + (1 - b1) * g
+            v[...] = b2 * v + (1 - b2) * g * g
+            m_hat = m / (1 - b1 ** self.t)
+            v_hat = v / (1 - b2 ** self.t)
+            p.data -= (self.lr * m_hat / (np.sqrt(v_hat) + self.eps)).astype(p.data.dtype)
+        return norm
+
+
+OPTIMIZERS = {'gd': GradientDescent, 'adam': Adam}
+
+
+def make(name, params, lr, clip=None):
+    if name not in OPTIMIZERS:
+        raise ValueError(f'unknown optimizer {name!r}; available: {", ".join(OPTIMIZERS)}')
+    return OPTIMIZERS[name](params, lr=lr, clip=clip)

@@ -1,0 +1,93 @@
+"""Drawing frames with numpy and writing them as videos and plots (no GUI window).
+
+A `Canvas` maps the unit square (y up) to a square RGB image.
+"""
+import os
+
+import numpy as np
+
+
+class Canvas:
+    def __init__(self, size=512, background=(255, 255, 255)):
+        self.size = size
+        self.image = np.empty((size, size, 3), np.uint8)
+        self.image[...] = background
+
+    def _pixels(self, points):
+        points = np.asarray(points, np.float64).reshape(-1, 2)
+        return points[:, 0] * self.size, (1 - points[:, 1]) * self.size
+
+    def circles(self, centers, radius, colors):
+        """Filled discs of `radius` pixels; colors: one RGB triple or one per disc."""
+        px, py = self._pixels(centers)
+        colors = np.broadcast_to(np.asarray(colors, np.uint8).reshape(-1, 3), (len(px), 3))
+        r = int(np.ceil(radius))
+        for dy in range(-r, r + 1):
+            for dx in range(-r, r + 1):
+                if dx * dx + dy * dy > radius * radius + 0.25:
+                    continue
+                ix = np.floor(px).astype(np.int64) + dx
+                iy = np.floor(py).astype(np.int64) + dy
+                inside = (ix >= 0) & (ix < self.size) & (iy >= 0) & (iy < self.size)
+                self.image[iy[inside], ix[inside]] = colors[inside]
+
+    def lines(self, starts, ends, width, colors):
+        """Segments `width` pixels wide; colors: one RGB triple or one per segment."""
+        starts = np.asarray(starts, np.float64).reshape(-1, 2)
+        ends = np.asarray(ends, np.float64).reshape(-1, 2)
+        colors = np.broadcast_to(np.asarray(colors, np.uint8).reshape(-1, 3), (len(starts), 3))
+        longest = np.max(np.linalg.norm(ends - starts, axis=1), initial=0) * self.size
+        t = np.linspace(0, 1, int(longest * 2) + 2)
+        points = starts[:, None, :] + t[None, :, None] * (ends - starts)[:, None, :]
+        self.circles(points.reshape(-1, 2), width / 2, np.repeat(colors, len(t), axis=0))
+
+    def field(self, values, cmap='viridis', vmin=None, vmax=None):
+        """Cover the canvas with a 2-D array (values[i, j]: i along x, j along y)."""
+        from matplotlib import colormaps
+        values = np.asarray(values, np.float64)
+        vmin = values.min() if vmin is None else vmin
+        vmax = values.max() if vmax is None else vmax
+        normalized = np.clip((values - vmin) / max(vmax - vmin, 1e-12), 0, 1)
+        rgb = (colormaps[cmap](normalized)[..., :3] * 255).astype(np.uint8)
+        rows = (np.arange(self.size) * values.shape[1] // self.size)[::-1]   # image rows: y down
+        cols = np.arange(self.size) * values.shape[0] // self.size
+        self.image[...] = rgb[cols[None, :], rows[:, None]]
+
+
+def write_video(frames, stem, fps=30):
+    """Write frames as `<stem>.gif` and, where imageio's ffmpeg plugin is present, `<stem>.mp4`."""
+    import imageio.v2 as imageio
+    frames = [np.asarray(f) for f in frames]
+    written = [f'{stem}.gif']
+    imageio.mimsave(written[0], frames, duration=1000 / fps, loop=0)
+    try:
+        with imageio.get_writer(f'{stem}.mp4', fps=fps, macro_block_size=1) as writer:
+            for frame in frames:
+                writer.append_data(frame)
+        written.append(f'{stem}.mp4')
+    except Exception:   # noqa: BLE001 - no ffmpeg backend: the GIF is enough
+        if os.path.exists(f'{stem}.mp4'):
+            os.remove(f'{stem}.mp4')
+    return written
+
+
+def plot_losses(losses, path, title):
+    import matplotlib
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(5, 3.5), dpi=100)
+    ax.plot(range(len(losses)), losses, marker='.')
+    ax.set_xlabel('iteration')
+    ax.set_ylabel('loss')
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def color_map(values, cmap='coolwarm', vmin=-1.0, vmax=1.0):
+    """RGB uint8 colors for scalar values (e.g. actuation in [-1, 1])."""
+    from matplotlib import colormaps
+    normalized = np.clip((np.asarray(values, np.float64) - vmin) / (vmax - vmin), 0, 1)
+    return (colormaps[cmap](normalized)[..., :3] * 255).astype(np.uint8)
