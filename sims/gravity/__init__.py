@@ -19,18 +19,19 @@ class Gravity(Simulation):
     """Gravity: initial velocities that bring particle 0 to a target."""
     name = 'gravity'
     defaults = dict(n=8, steps=256, dt=2e-3, G=0.02, eps=0.01, target_x=0.8, target_y=0.75,
-                    iters=30, lr=0.5, clip=1.0)
-    quick = dict(n=4, steps=32, iters=4)
+                    iters=30, lr=2.0, clip=1.0)
+    quick = dict(n=4, steps=32, iters=4, lr=4.0)
 
     def build(self):
         c = self.cfg
         n, dt, G, eps = c.n, c.dt, c.G, c.eps
         self.x = ti.Vector.field(2, float, shape=(c.steps + 1, n), needs_grad=True)
         self.v = ti.Vector.field(2, float, shape=(c.steps + 1, n), needs_grad=True)
+        self.v0 = ti.Vector.field(2, float, shape=n, name='v0', needs_grad=True)  # the parameters
         self.positions = ti.Vector.field(2, float, shape=n, needs_grad=True)    # for autodiff forces
         self.potential = ti.field(float, shape=(), needs_grad=True)
         self.loss = ti.field(float, shape=(), needs_grad=True)
-        x, v, positions, potential, loss = self.x, self.v, self.positions, self.potential, self.loss
+        x, v, v0, positions, potential, loss = self.x, self.v, self.v0, self.positions, self.potential, self.loss
         target = ti.Vector([c.target_x, c.target_y])
 
         @ti.kernel
@@ -55,22 +56,28 @@ class Gravity(Simulation):
                 x[t + 1, i] = x[t, i] + dt * v[t + 1, i]
 
         @ti.kernel
+        def start():
+            for i in range(n):
+                v[0, i] = v0[i]
+
+        @ti.kernel
         def compute_loss():
             d = x[c.steps, 0] - target
             loss[None] = d.dot(d)
 
-        self.compute_potential, self.step_kernel, self.compute_loss = compute_potential, step, compute_loss
+        self.compute_potential, self.start, self.step_kernel, self.compute_loss = (
+            compute_potential, start, step, compute_loss)
 
     def parameters(self):
-        return [self.v]   # only v[0, :] influences the loss; the later slots are overwritten
+        return [self.v0]
 
     def initialize(self, rng):
-        self.x.fill(0)
-        self.v.fill(0)
+        self.v0.fill(0)
         x0 = 0.3 + 0.4 * rng.random((self.cfg.n, 2))
         self.x.data[0] = x0
 
     def forward(self):
+        self.start()
         for t in range(self.cfg.steps):
             self.step_kernel(t)
         self.compute_loss()
