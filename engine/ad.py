@@ -1,10 +1,19 @@
-"""`ti.ad`: the user's autodiff API (Tape, custom gradients, no_grad)."""
+"""`ti.ad`: the user's autodiff API.
+
+Reverse mode across kernels (Tape, custom gradients, no_grad), forward mode
+(FwdMode), second order (hvp, hessian), transforms of Python functions made of
+kernels (value_and_grad, jacobian) and of ti.funcs inside kernels (grad, jvp, vjp).
+"""
 import functools
 
-from . import runtime, tape
-from .tape import Tape
+import numpy as np
 
-__all__ = ['Tape', 'grad_replaced', 'grad_for', 'no_grad', 'clear_all_gradients']
+from . import forward, runtime, tape
+from .tape import Tape
+from .transforms import grad, jvp, vjp
+
+__all__ = ['Tape', 'grad_replaced', 'grad_for', 'no_grad', 'clear_all_gradients', 'FwdMode',
+           'hvp', 'hessian', 'value_and_grad', 'jacobian', 'grad', 'jvp', 'vjp']
 
 
 def clear_all_gradients():
@@ -56,3 +65,123 @@ def grad_for(primal):
         primal.backward = backward
         return backward
     return register
+
+
+# ----------------------------------------------------------------------------
+# Forward mode
+
+class FwdMode:
+    """`with ti.ad.FwdMode(loss=y, param=x, seed=[...]):` kernels launched inside compute
+    primal values and tangents together; afterwards `y.dual` holds the Jacobian-vector
+    product dy/dx . seed. `loss` may be a field of any shape.
+
+    Every placed float field gets a .dual on entry (a tangent written to a field without
+    one would be lost); clear_gradients=True zeroes them all before the seed is set."""
+
+    def __init__(self, loss, param, seed=None, clear_gradients=True):
+        self.loss, self.param, self.seed, self.clear = loss, param, seed, clear_gradients
+
+    def __enter__(self):
+        if forward.active is not None:
+            raise RuntimeError('ti.ad.FwdMode cannot be nested')
+        prog = runtime.program()
+        prog.allocate_duals()
+        if self.clear:
+            prog.clear_duals()
+        size = self.param.data.size
+        seed = np.ones(1) if self.seed is None and size == 1 else self.seed
+        if seed is None:
+            raise ValueError(f'ti.ad.FwdMode needs a seed for {self.param.name}, which has {size} entries')
+        seed = np.asarray(seed, dtype=np.float64)
+        if seed.size != size:
+            raise ValueError(f'ti.ad.FwdMode: the seed has {seed.size} entries, {self.param.name} has {size}')
+        self.param.dual.data[...] = seed.reshape(self.param.data.shape)
+        forward.active = self
+        return self
+
+    def __exit__(self, *exc):
+        forward.active = None
+
+
+def hvp(forward_fn, loss, param, vector):
+    """Hessian-vector product d^2 loss / d param^2 . vector (forward over reverse).
+
+    `forward_fn()` launches the kernels that compute `loss` from `param`; it is run once,
+    recorded on a tape whose adjoints then run in forward mode."""
+    with FwdMode(loss=loss, param=param, seed=vector):
+        with Tape(loss):
+            forward_fn()
+    return param.grad.dual.to_numpy().astype(np.float64)
+
+
+def hessian(forward_fn, loss, param):
+    """The dense Hessian of `loss` w.r.t. the entries of `param` (param.data.size squared
+    entries, one Hessian-vector product a column): for small fields."""
+    size = param.data.size
+    columns = []
+    for j in range(size):
+        e = np.zeros(size)
+        e[j] = 1
+        columns.append(hvp(forward_fn, loss, param, e).reshape(-1))
+    return np.stack(columns, axis=1)
+
+
+# ----------------------------------------------------------------------------
+# Transforms of Python functions made of kernels
+
+def _load_inputs(inputs, values):
+    if not values:
+        return
+    if len(values) != len(inputs):
+        raise ValueError(f'expected {len(inputs)} input values, got {len(values)}')
+    for field, value in zip(inputs, values):
+        field.from_numpy(np.asarray(value, dtype=field.data.dtype).reshape(field.data.shape))
+
+
+def value_and_grad(fn, inputs, output):
+    """A function computing (value of `output`, [d output / d input for each input]).
+
+    `fn()` reads the `inputs` fields and writes the 0-D field `output` through kernels;
+    the returned callable optionally takes new values for the inputs first."""
+    def value_and_gradient(*values):
+        _load_inputs(inputs, values)
+        with Tape(output):
+            fn()
+        grads = [f.grad.to_numpy() for f in inputs]
+        return float(output[None]), [g.item() if g.ndim == 0 else g for g in grads]
+    return value_and_gradient
+
+
+def jacobian(fn, inputs, outputs, mode='forward'):
+    """The Jacobian d outputs / d inputs of `fn` (which reads `inputs` and writes `outputs`
+    through kernels), as a (total output entries) x (total input entries) array.
+
+    mode='forward' runs fn once per input entry under FwdMode; mode='reverse' once per
+    output entry on a tape. `fn` must compute the outputs from scratch on every call."""
+    inputs, outputs = list(inputs), list(outputs)
+    n_in = sum(f.data.size for f in inputs)
+    n_out = sum(f.data.size for f in outputs)
+    J = np.zeros((n_out, n_in))
+    if mode == 'forward':
+        col = 0
+        for field in inputs:
+            for j in range(field.data.size):
+                seed = np.zeros(field.data.size)
+                seed[j] = 1
+                with FwdMode(loss=outputs[0], param=field, seed=seed):
+                    fn()
+                J[:, col] = np.concatenate([o.dual.data.reshape(-1) for o in outputs])
+                col += 1
+        return J
+    if mode != 'reverse':
+        raise ValueError(f"jacobian mode must be 'forward' or 'reverse', got {mode!r}")
+    row = 0
+    for field in outputs:
+        for i in range(field.data.size):
+            runtime.program().clear_gradients()
+            field.grad.data.reshape(-1)[i] = 1
+            with Tape(loss=None):
+                fn()
+            J[row] = np.concatenate([f.grad.data.reshape(-1) for f in inputs])
+            row += 1
+    return J

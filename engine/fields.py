@@ -45,6 +45,9 @@ class Field:
         self.grad = self.dual = None
         if primal is None and self.dtype.is_float:
             self.grad = Field(dtype, element_shape, None, self.name + '.grad', primal=self, role='grad')
+        if role in ('primal', 'grad') and self.dtype.is_float:
+            # A gradient has a dual too: forward mode over an adjoint kernel gives
+            # Hessian-vector products in x.grad.dual.
             self.dual = Field(dtype, element_shape, None, self.name + '.dual', primal=self, role='dual')
         self._wants = {'grad': needs_grad, 'dual': needs_dual}
         if shape is not None:
@@ -64,6 +67,8 @@ class Field:
         self.shape = shape
         self.data = np.zeros(shape + self.element_shape, dtype=self.dtype.np)
         self.program.set_field_address(self, self.data)
+        if self.role == 'dual':
+            self.program.dual_epoch += 1     # forward-mode kernels compiled before see new duals
         for role in ('grad', 'dual'):
             if self._wants.get(role) and not getattr(self, role).placed:
                 getattr(self, role)._allocate(shape)
@@ -222,9 +227,8 @@ class SNode:
                 f.grad._allocate(f.shape)
 
     def lazy_dual(self):
-        for f in runtime.program().fields:
-            if f.role == 'primal' and f.placed and f.dual is not None and not f.dual.placed:
-                f.dual._allocate(f.shape)
+        """Allocate .dual for every float field placed so far."""
+        runtime.program().allocate_duals(roles=('primal',))
 
 
 class _Root(SNode):

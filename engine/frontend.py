@@ -403,6 +403,8 @@ class KernelBuilder(ast.NodeVisitor):
         kwargs = {kw.arg: self.visit(kw.value) for kw in node.keywords}
         if isinstance(fn, Func):
             return self.inline(node, fn, args, kwargs)
+        if getattr(fn, '_kernel_transform', False):      # ti.ad.grad / jvp / vjp of a ti.func
+            return fn.apply(self, node, args, kwargs)
         if getattr(fn, '_is_kernel', False):
             raise self.error(node, 'calling a kernel from a kernel is not supported; use a ti.func')
         return fn(*args, **kwargs)

@@ -14,7 +14,7 @@ import sys
 
 import numpy as np
 
-from . import codegen, jit, ops, reverse, runtime, tape
+from . import codegen, forward, jit, ops, reverse, runtime, tape
 from . import dtypes as T
 from .errors import SourceLocation, TaichiTypeError
 from .fields import Field, Ndarray
@@ -101,6 +101,8 @@ class Kernel:
         compiled = self.compiled(args)
         if tape.recording is not None:
             tape.recording.record(self, args)
+        if forward.active is not None:
+            compiled = compiled.with_tangents()
         return compiled.launch(args)
 
     def compiled(self, args):
@@ -173,6 +175,8 @@ class AdjointKernel:
         if adjoint is None:
             body = reverse.adjoint(primal.body)
             adjoint = primal.adjoint = build_native(kernel, body, primal.layout, primal.program, '_grad')
+        if forward.active is not None:      # forward over reverse: Hessian-vector products
+            adjoint = adjoint.with_tangents()
         adjoint.launch(args)
 
 
@@ -241,6 +245,16 @@ class CompiledKernel:
         # Native code reports errors (bounds in debug mode, autodiff stacks out of memory).
         self.check_errors = prog.config.debug or any(s.op == 'stack_push' for s in walk(body))
         self.adjoint = None
+        self.tangents = None
+
+    def with_tangents(self):
+        """This kernel in forward mode (primal and tangents), compiled on first use and again
+        when a .dual has been allocated since (its tangents must not be dropped)."""
+        epoch = self.program.dual_epoch
+        if self.tangents is None or self.tangents[0] != epoch:
+            body = forward.tangent_kernel(self.body)
+            self.tangents = (epoch, build_native(self.kernel, body, self.layout, self.program, '_fwd'))
+        return self.tangents[1]
 
     def launch(self, args):
         if len(args) != self.nargs:

@@ -48,6 +48,7 @@ class Program:
         self.runtime_buffer = np.zeros(RT_WORDS, dtype=np.int64)
         self.runtime_buffer[RT_RNG_SEED] = config.random_seed
         self.locations = []           # source locations that native code reports by index
+        self.dual_epoch = 0           # bumped whenever a .dual is allocated
         self._location_ids = {}
 
     def register_field(self, field):
@@ -64,10 +65,24 @@ class Program:
         self.field_table[field.id] = array.ctypes.data
 
     def clear_gradients(self):
-        """Zero every allocated .grad field."""
+        """Zero every allocated .grad field (and the .grad's dual, for forward-over-reverse)."""
         for field in self.fields:
             if field.role == 'grad' and field.placed:
                 field.data.fill(0)
+                if field.dual is not None and field.dual.placed:
+                    field.dual.data.fill(0)
+
+    def clear_duals(self):
+        for field in self.fields:
+            if field.role == 'dual' and field.placed:
+                field.data.fill(0)
+
+    def allocate_duals(self, roles=('primal', 'grad')):
+        """Give every placed float field of these roles a .dual (forward mode needs them all:
+        a tangent written to a field without one would be lost)."""
+        for field in list(self.fields):
+            if field.role in roles and field.placed and field.dual is not None and not field.dual.placed:
+                field.dual._allocate(field.shape)
 
     def location_id(self, loc):
         key = (loc.filename, loc.lineno, loc.col) if loc else None

@@ -1,0 +1,175 @@
+"""Forward-mode autodiff: one kernel that computes primal values and tangents together.
+
+The pass copies the kernel's IR statement by statement and, next to every
+float value, emits its tangent (its directional derivative along the seed):
+the sum over operands of partial * tangent(operand), with the partials taken
+from the same op-table entries that reverse mode uses. Mutable locals get a
+tangent cell; loads from a field also load its `.dual`, stores and atomic adds
+also write the tangent to `.dual`. Control flow is copied as is (forward mode
+follows the primal's path), so `while`, `break` and `continue` need nothing.
+
+The pass applies to any kernel IR, including an adjoint kernel: running the
+adjoint in forward mode gives the directional derivative of the gradient,
+i.e. Hessian-vector products (forward over reverse). For that, `.grad` fields
+have a `.dual` as well.
+"""
+from . import ops
+from .fields import Field
+from .ir import Block, Builder, building
+from .reverse import AutodiffError
+
+active = None    # the ti.ad.FwdMode context in force, if any
+
+
+def tangent_kernel(body):
+    """The IR of the forward-mode (primal + tangent) version of `body`."""
+    return TangentPass().run(body)
+
+
+class TangentPass:
+    """`tangent` may be seeded: {value defined outside the copied block: its tangent}."""
+
+    def __init__(self, out=None, tangent=None):
+        self.out = out or Builder()
+        self.copy = {}        # primal statement -> its copy (values from outside map to themselves)
+        self.tangent = dict(tangent or {})   # primal statement -> tangent value (absent: zero)
+        self.dual_cell = {}   # primal alloca -> tangent alloca
+
+    def run(self, body):
+        with building(self.out):
+            self.block(body)
+        return self.out.root
+
+    def emit(self, op, args=(), dtype=None, **attrs):
+        return self.out.emit(op, args, dtype, cls=ops.Value, **attrs)
+
+    def copy_of(self, s):
+        return self.copy.get(s, s)
+
+    def block(self, block):
+        for s in block.stmts:
+            self.out.loc = s.loc
+            getattr(self, 'stmt_' + s.op, self.stmt_value)(s)
+
+    def sub_block(self, block):
+        target = Block()
+        with self.out.open(target):
+            self.block(block)
+        return target
+
+    def clone(self, s, **attrs):
+        copy = self.emit(s.op, [self.copy_of(a) for a in s.args], s.dtype, **{**s.attrs, **attrs})
+        self.copy[s] = copy
+        return copy
+
+    # --- values ----------------------------------------------------------------
+    def stmt_value(self, s):
+        copy = self.clone(s)
+        if s.dtype is None or not s.dtype.is_float:
+            return
+        rule = ops.OPS[s.op].partials if s.op in ops.OPS else None
+        if rule is None:
+            return
+        terms = [(a, p) for a, p in zip(s.args, rule([self.copy_of(a) for a in s.args], copy))
+                 if p is not None and a in self.tangent]
+        total = None
+        for arg, partial in terms:
+            term = ops.as_value(self.tangent[arg] * partial, s.dtype)
+            total = term if total is None else total + term
+        if total is not None:
+            self.tangent[s] = total
+
+    # --- locals ------------------------------------------------------------------
+    def stmt_alloca(self, s):
+        self.clone(s)
+        if s.dtype.is_float:
+            cell = self.dual_cell[s] = self.emit('alloca', (), s.dtype)
+            self.emit('local_store', [cell, ops.const(0, s.dtype)])
+
+    def stmt_local_load(self, s):
+        copy = self.clone(s)
+        cell = self.dual_cell.get(s.args[0])
+        if cell is not None:
+            self.tangent[s] = self.emit('local_load', [cell], copy.dtype)
+
+    def stmt_local_store(self, s):
+        self.clone(s)
+        cell = self.dual_cell.get(s.args[0])
+        if cell is not None:
+            self.emit('local_store', [cell, self.tangent_or_zero(s.args[1])])
+
+    def stmt_local_atomic(self, s):
+        self.clone(s)
+        cell = self.dual_cell.get(s.args[0])
+        if cell is None:
+            return
+        if s.attrs['kind'] not in ('add', 'sub'):
+            raise AutodiffError(f'forward mode through a local atomic_{s.attrs["kind"]} on a float '
+                                f'is not supported', s.loc)
+        self.emit('local_atomic', [cell, self.tangent_or_zero(s.args[1])], s.dtype, kind=s.attrs['kind'])
+
+    def tangent_or_zero(self, value):
+        tangent = self.tangent.get(value)
+        return ops.const(0, value.dtype) if tangent is None else tangent
+
+    # --- fields --------------------------------------------------------------------
+    def stmt_global_load(self, s):
+        copy = self.clone(s)
+        dual = _dual_of(s.attrs['target'])
+        if dual is not None and s.dtype.is_float:
+            self.tangent[s] = self.emit('global_load', copy.args, s.dtype, target=dual,
+                                        component=s.attrs['component'])
+
+    def stmt_global_store(self, s):
+        self.clone(s)
+        dual = self._written_dual(s)
+        if dual is not None:
+            self.emit('global_store', self.copy_args(s)[:-1] + [self.tangent_or_zero(s.args[-1])],
+                      None, target=dual, component=s.attrs['component'])
+
+    def stmt_atomic(self, s):
+        self.clone(s)
+        dual = self._written_dual(s)
+        if dual is None:
+            return
+        kind = s.attrs['kind']
+        if kind not in ('add', 'sub'):
+            raise AutodiffError(f'forward mode through atomic_{kind} on a float field is not supported', s.loc)
+        self.emit('atomic', self.copy_args(s)[:-1] + [self.tangent_or_zero(s.args[-1])], s.dtype,
+                  target=dual, component=s.attrs['component'], kind=kind)
+
+    def copy_args(self, s):
+        return [self.copy_of(a) for a in s.args]
+
+    def _written_dual(self, s):
+        target = s.attrs['target']
+        if not s.args[-1].dtype.is_float:
+            return None
+        dual = _dual_of(target)
+        if dual is None:
+            what = (f'field {target.name} has no .dual' if isinstance(target, Field) else
+                    'ndarray arguments have no .dual; use a field')
+            raise AutodiffError(f'forward mode would drop the tangent written here: {what} '
+                                f'(ti.ad.FwdMode allocates duals for the fields placed when it starts)', s.loc)
+        return dual
+
+    # --- control flow: copied, with the tangents flowing through the blocks ---------
+    def stmt_if(self, s):
+        self.copy[s] = self.emit('if', [self.copy_of(s.args[0])], then=self.sub_block(s.attrs['then']),
+                                 **{'else': self.sub_block(s.attrs['else'])})
+
+    def stmt_for(self, s):
+        index = ops.Value('loop_index', (), s.attrs['index'].dtype)
+        self.copy[s.attrs['index']] = index
+        self.copy[s] = self.emit('for', self.copy_args(s), body=self.sub_block(s.attrs['body']),
+                                 index=index, parallel=s.attrs['parallel'])
+
+    def stmt_while(self, s):
+        self.copy[s] = self.emit('while', self.copy_args(s), body=self.sub_block(s.attrs['body']))
+
+
+def _dual_of(target):
+    if isinstance(target, Field):
+        dual = target.dual
+        return dual if dual is not None and dual.placed and target.dtype.is_float else None
+    return None
