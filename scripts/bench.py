@@ -1,6 +1,7 @@
-"""Benchmarks of the engine: launch overhead, throughput against numpy, compile time.
+"""Benchmarks: launch overhead, throughput against numpy, compile time, and seconds per
+training iteration (forward + backward + update) of every simulator.
 
-Usage: python scripts/bench.py [--json bench.json] [--threads N]
+Usage: python scripts/bench.py [--json bench.json] [--threads N] [--sims a,b | --sims none] [--quick]
 Prints a table and writes the numbers as JSON. Timings are medians of repeats.
 """
 import argparse
@@ -190,10 +191,30 @@ def bench_compile():
     return {'compile_50_line_s': best_of(compile_once, repeats=3)}
 
 
+def bench_simulator(name, threads=None, quick=False, iterations=3):
+    """First iteration (includes compiling) and the median of the next ones."""
+    import sims
+    from sims import optimizers
+    sim_class = sims.load(name)
+    sim = sim_class.create(quick=quick, threads=threads)
+    optimizer = optimizers.make(sim.cfg.optimizer, sim.parameters(), lr=sim.cfg.lr, clip=sim.cfg.clip)
+
+    def iteration():
+        sim.loss_and_grad()
+        optimizer.step()
+
+    start = time.perf_counter()
+    iteration()
+    first = time.perf_counter() - start
+    return {f'{name}_first_iter_s': first, f'{name}_iter_s': best_of(iteration, repeats=iterations)}
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument('--json', default='bench.json')
     parser.add_argument('--threads', type=int, default=None)
+    parser.add_argument('--sims', default='all', help='comma-separated simulator names, all, or none')
+    parser.add_argument('--quick', action='store_true', help='simulators in their --quick configuration')
     args = parser.parse_args()
     ti.init(cpu_max_num_threads=args.threads)
     results = {}
@@ -201,6 +222,10 @@ def main():
                   bench_p2g_adjoint_compile):
         results.update(bench())
     results['kernels_compiled'] = kernel_module.compile_count
+    import sims
+    chosen = sims.names() if args.sims == 'all' else [] if args.sims == 'none' else args.sims.split(',')
+    for name in chosen:
+        results.update(bench_simulator(name, args.threads, args.quick))
     width = max(map(len, results))
     print(f'{"benchmark":<{width}}  value')
     for name, value in results.items():
