@@ -461,3 +461,23 @@ def test_hvp_of_the_spring_triangle_loss():
     fd = _fd_hessian_columns(run, loss, spring_length, v, eps=1e-6)
     assert_grad_close(hv, fd, 'triangle Hv', rtol=1e-4, atol=1e-9)
     assert np.abs(hv).max() > 1e-3
+
+
+@ti.func
+def _det(m):
+    return m.determinant()
+
+
+def test_grad_of_a_matrix_function_is_the_cofactor_matrix(f64):
+    d_det = ti.ad.grad(_det)
+    out = ti.Matrix.field(3, 3, float, shape=())
+    m = ti.Matrix.field(3, 3, float, shape=())
+
+    @ti.kernel
+    def k():
+        out[None] = d_det(m[None])
+
+    M = np.random.default_rng(9).uniform(-1, 1, (3, 3))
+    m.from_numpy(M)
+    k()
+    np.testing.assert_allclose(out.to_numpy(), np.linalg.det(M) * np.linalg.inv(M).T, rtol=1e-10)
