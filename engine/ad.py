@@ -10,10 +10,12 @@ import numpy as np
 
 from . import forward, runtime, tape
 from .tape import Tape
+from .gradcheck import GradientCheckError, check_gradients, rollout_report
 from .transforms import grad, jvp, vjp
 
 __all__ = ['Tape', 'grad_replaced', 'grad_for', 'no_grad', 'clear_all_gradients', 'FwdMode',
-           'hvp', 'hessian', 'value_and_grad', 'jacobian', 'grad', 'jvp', 'vjp']
+           'hvp', 'hessian', 'value_and_grad', 'jacobian', 'grad', 'jvp', 'vjp',
+           'check_gradients', 'GradientCheckError', 'rollout_report']
 
 
 def clear_all_gradients():
@@ -38,7 +40,8 @@ class _CustomGradient:
         recorder = tape.recording
         if recorder is None:
             return self.fn(*args, **kwargs)
-        recorder.record_custom(functools.partial(self._grad, **kwargs), args, self.fn.__name__)
+        recorder.record_custom(functools.partial(self._grad, **kwargs), args, self.fn.__name__,
+                               functools.partial(self.fn, **kwargs))
         recorder.suspended += 1           # kernels inside are one unit on the tape
         try:
             return self.fn(*args, **kwargs)

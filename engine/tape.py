@@ -16,6 +16,7 @@ class Launch:
     backward: Callable
     args: Tuple[Any, ...]
     name: str
+    forward: Callable = None      # re-runs the unit (the gradient checker replays the tape)
 
 
 class Tape:
@@ -25,21 +26,25 @@ class Tape:
     and `loss.grad[None]` to 1. On exit: the adjoints run in reverse order."""
 
     def __init__(self, loss=None, clear_gradients=True, validation=False, grad_check=None):
-        if validation or grad_check:
-            raise NotImplementedError('ti.ad.Tape(validation=..., grad_check=...) is not available yet')
+        if validation:
+            raise NotImplementedError('ti.ad.Tape(validation=...) is not available yet')
         self.loss = loss
         self.clear_gradients = clear_gradients
+        self.grad_check = list(grad_check or [])
+        if self.grad_check and loss is None:
+            raise ValueError('ti.ad.Tape(grad_check=...) needs a loss')
         self.launches = []
         self.suspended = 0
+        self.snapshot = None
 
     def record(self, kernel, args):
         if self.suspended or kernel.no_grad:
             return
-        self.launches.append(Launch(kernel.grad, tuple(args), kernel.name))
+        self.launches.append(Launch(kernel.grad, tuple(args), kernel.name, kernel))
 
-    def record_custom(self, backward, args, name):
+    def record_custom(self, backward, args, name, forward=None):
         if not self.suspended:
-            self.launches.append(Launch(backward, tuple(args), name))
+            self.launches.append(Launch(backward, tuple(args), name, forward))
 
     def __enter__(self):
         global recording
@@ -51,6 +56,9 @@ class Tape:
                 runtime.program().clear_gradients()
             self.loss[None] = 0
             self.loss.grad[None] = 1
+        if self.grad_check:
+            from .gradcheck import snapshot_fields
+            self.snapshot = snapshot_fields()
         recording = self
         return self
 
@@ -59,6 +67,18 @@ class Tape:
         recording = None
         if exc_type is None:
             self.grad()
+            if self.grad_check:
+                from .gradcheck import check_tape
+                check_tape(self)
+
+    def replay_forward(self, keep=()):
+        """Re-run the recorded launches from the state the tape started with
+        (except the fields in `keep`, which the gradient checker perturbs)."""
+        from .gradcheck import restore_fields
+        restore_fields(self.snapshot, keep)
+        self.loss[None] = 0
+        for launch in self.launches:
+            launch.forward(*launch.args)
 
     def grad(self):
         for launch in reversed(self.launches):
