@@ -174,6 +174,34 @@ class FunctionEmitter:
             offset = self.bounds_check(stmt, target, indices, extents, offset)
         return b.gep(self.base_pointer(target), [offset])
 
+    def report(self, stmt, bad, code):
+        """If `bad`: record error `code` at stmt's source line (the first error wins)."""
+        b = self.b
+        with b.if_then(bad, likely=False):
+            flag = self.rt_word(rt.RT_ERROR_FLAG)
+            first = b.extract_value(b.cmpxchg(flag, I64(0), I64(code), 'monotonic', 'monotonic'), 1)
+            with b.if_then(first):
+                b.store(I64(self.km.program.location_id(stmt.loc)), self.rt_word(rt.RT_ERROR_LOC))
+                b.store(I64(-1), self.rt_word(rt.RT_ERROR_FIELD))
+
+    def debug_check_op(self, stmt, args, result):
+        """Debug mode: NaN/Inf made from finite operands; integer division by zero."""
+        b = self.b
+        if stmt.op in ('floordiv', 'mod') and not stmt.dtype.is_float:
+            divisor = args[1]
+            self.report(stmt, b.icmp_signed('==', divisor, llir.Constant(divisor.type, 0)), rt.ERROR_ZERO_DIVISION)
+        if stmt.dtype is None or not stmt.dtype.is_float or stmt.op in ('select', 'stop_grad'):
+            return
+
+        def finite(v):      # v - v is 0 for finite v, NaN for NaN and +-Inf
+            d = b.fsub(v, v)
+            return b.fcmp_ordered('==', d, d)
+        inputs_ok = I1(1)
+        for a, v in zip(stmt.args, args):
+            if a.dtype.is_float:
+                inputs_ok = b.and_(inputs_ok, finite(v))
+        self.report(stmt, b.and_(inputs_ok, b.not_(finite(result))), rt.ERROR_NON_FINITE)
+
     def bounds_check(self, stmt, target, indices, extents, offset):
         b = self.b
         bad = I1(0)
@@ -232,6 +260,8 @@ class FunctionEmitter:
                 args = [self.values[a] for a in stmt.args]
                 in_dtype = stmt.args[-1].dtype if stmt.args else stmt.dtype
                 result = opdef.lower(self.b, args, in_dtype, stmt.dtype)
+                if self.km.debug:
+                    self.debug_check_op(stmt, args, result)
             if result is not None:
                 self.values[stmt] = result
 

@@ -60,3 +60,11 @@ class TaichiRuntimeError(RuntimeError):
 
 class TaichiIndexError(IndexError):
     """An out-of-range field index caught in debug mode."""
+
+
+class TaichiNonFiniteError(TaichiRuntimeError, FloatingPointError):
+    """Debug mode: a kernel produced NaN or Inf from finite operands."""
+
+
+class TaichiZeroDivisionError(TaichiRuntimeError, ZeroDivisionError):
+    """Debug mode: integer division or modulo by zero in a kernel."""

@@ -10,7 +10,8 @@ import numpy as np
 
 from . import threadpool
 from . import dtypes as T
-from .errors import TaichiIndexError, TaichiRuntimeError
+from .errors import (TaichiIndexError, TaichiNonFiniteError, TaichiRuntimeError,
+                     TaichiZeroDivisionError)
 
 # Slots of the runtime buffer (int64 words).
 RT_ERROR_FLAG = 0       # 0: none; otherwise an ERROR_* code
@@ -23,6 +24,8 @@ RT_WORDS = 16
 
 ERROR_INDEX = 1
 ERROR_OUT_OF_MEMORY = 2
+ERROR_NON_FINITE = 3
+ERROR_ZERO_DIVISION = 4
 
 
 class Config:
@@ -106,6 +109,11 @@ class Program:
             raise TaichiIndexError(
                 f'{where}in kernel {kernel_name}: index {index} is out of range for '
                 f'field {field.name} of shape {field.shape}')
+        where = f'\n{loc.render()}' if loc else ''
+        if code == ERROR_NON_FINITE:
+            raise TaichiNonFiniteError(f'kernel {kernel_name}: NaN or Inf produced from finite operands{where}')
+        if code == ERROR_ZERO_DIVISION:
+            raise TaichiZeroDivisionError(f'kernel {kernel_name}: integer division or modulo by zero{where}')
         if code == ERROR_OUT_OF_MEMORY:
             raise MemoryError(f'kernel {kernel_name}: out of memory for the autodiff stack of a serial loop')
         raise TaichiRuntimeError(f'kernel {kernel_name} reported error {code}')
