@@ -268,7 +268,7 @@ class CompiledKernel:
         if self.layout.ndarrays:
             self._pack_ndarrays(args)
         prog = self.program
-        self.cfunc(prog.field_table.ctypes.data, self.buffer_address, prog.runtime_buffer.ctypes.data)
+        self.cfunc(prog.field_table_address, self.buffer_address, prog.runtime_address)
         if self.check_errors:
             prog.check_errors(self.kernel.name)
         if self.unpack_return is not None:

@@ -50,6 +50,9 @@ class Program:
         self.field_table = np.zeros(64, dtype=np.uint64)
         self.runtime_buffer = np.zeros(RT_WORDS, dtype=np.int64)
         self.runtime_buffer[RT_RNG_SEED] = config.random_seed
+        # Raw addresses handed to every launch (numpy's .ctypes.data builds objects per call).
+        self.field_table_address = self.field_table.ctypes.data
+        self.runtime_address = self.runtime_buffer.ctypes.data
         self.locations = []           # source locations that native code reports by index
         self.dual_epoch = 0           # bumped whenever a .dual is allocated
         self._location_ids = {}
@@ -62,6 +65,7 @@ class Program:
             grown = np.zeros(2 * len(self.field_table), dtype=np.uint64)
             grown[:len(self.field_table)] = self.field_table
             self.field_table = grown
+            self.field_table_address = grown.ctypes.data
         return field.id
 
     def set_field_address(self, field, array):

@@ -24,6 +24,19 @@ class GradientDescent:
         return norm
 
 
+class NormalizedStep:
+    """p -= lr * g / |g|: a step of fixed length lr (DiffTaichi's mass-spring update)."""
+
+    def __init__(self, params, lr, clip=None):
+        self.params, self.lr = list(params), lr
+
+    def step(self):
+        norm = gradient_norm(self.params)
+        for p in self.params:
+            p.data -= (self.lr / (norm + 1e-6) * p.grad.data).astype(p.data.dtype)
+        return norm
+
+
 class Adam:
     """Adam (Kingma & Ba) with optional gradient-norm clipping before the moments."""
 
@@ -48,7 +61,7 @@ class Adam:
         return norm
 
 
-OPTIMIZERS = {'gd': GradientDescent, 'adam': Adam}
+OPTIMIZERS = {'gd': GradientDescent, 'normalized': NormalizedStep, 'adam': Adam}
 
 
 def make(name, params, lr, clip=None):

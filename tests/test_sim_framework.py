@@ -233,3 +233,9 @@ def test_gapped_axes_follow_the_order_of_appearance(f64):
 
     fill()
     np.testing.assert_array_equal(x.to_numpy()[4, 2], [4.0, 2.0])
+
+
+def test_normalized_step_has_fixed_length(f64):
+    p = _param([1.0, 1.0], [0.03, 0.04])
+    optimizers.make('normalized', [p], lr=0.2).step()
+    np.testing.assert_allclose(p.to_numpy(), [1 - 0.12, 1 - 0.16], rtol=1e-6)
