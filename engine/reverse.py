@@ -259,7 +259,7 @@ class ReversePass:
         cell, value = s.args
         if cell in self.adj and cell.dtype.is_float:
             self.accumulate(value, self.load_adj(cell))
-            self.emit('local_store', [self.adj[cell], ops.const(0, cell.dtype)])
+            self.emit('local_store', [self.adj[cell], _zero(cell.dtype)])
 
     def reverse_local_atomic(self, s):
         cell, value = s.args
@@ -339,8 +339,14 @@ class _Scoped:
         self.rp.scopes.pop()
 
 
+def _zero(dtype):
+    return ops.const(-0.0 if dtype.is_float else 0, dtype)
+
+
 def _zero_const(sink, dtype):
-    stmt = ops.Value('const', (), dtype, value=0.0 if dtype.is_float else 0)
+    # Adjoints start at -0.0, the identity of float addition (-0.0 + x == x for every x,
+    # +0.0 + -0.0 is not): LLVM may then drop the first add into every adjoint cell.
+    stmt = ops.Value('const', (), dtype, value=-0.0 if dtype.is_float else 0)
     if sink is not None:
         sink.append(stmt)
     return stmt

@@ -1,0 +1,4 @@
+from sims.cli import main
+from sims.smoke import Smoke
+
+main(Smoke)
