@@ -15,7 +15,7 @@ import textwrap
 
 import numpy as np
 
-from . import ops
+from . import ops, runtime
 from . import dtypes as T
 from .errors import (SourceLocation, TaichiCompilationError, TaichiNameError,
                      TaichiSyntaxError, TaichiTypeError)
@@ -454,6 +454,9 @@ class KernelBuilder(ast.NodeVisitor):
         if isinstance(target, Field):
             if not target.placed:
                 _raise_unplaced(self, node, target)
+            if target.program is not runtime.program():
+                raise self.error(node, f'field {target.name} belongs to an earlier ti.init(); every '
+                                       f'ti.init() starts a new program, so create the field again')
             ndim = len(target.shape)
         else:
             ndim = target.ndim

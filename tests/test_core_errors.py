@@ -359,3 +359,19 @@ def test_debug_negative_index():
     assert 'neg_field' in msg, msg
     assert has_number(msg, -1), msg
     assert_points_at(e.value, 'oobneg')
+
+
+def test_field_of_an_earlier_program_is_an_error():
+    ti.init()
+    a = ti.field(ti.f32, shape=4)
+
+    @ti.kernel
+    def fill():
+        for i in range(4):
+            a[i] = 7
+
+    ti.init()
+    b = ti.field(ti.f32, shape=4)
+    with pytest.raises(ti.TaichiSyntaxError, match='earlier ti.init'):
+        fill()
+    assert np.all(b.to_numpy() == 0)
