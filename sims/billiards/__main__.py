@@ -1,0 +1,4 @@
+from sims.cli import main
+from sims.billiards import Billiards
+
+main(Billiards)

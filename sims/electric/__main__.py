@@ -1,0 +1,4 @@
+from sims.cli import main
+from sims.electric import Electric
+
+main(Electric)
