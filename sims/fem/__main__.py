@@ -1,0 +1,4 @@
+from sims.cli import main
+from sims.fem import FEM
+
+main(FEM)

@@ -1,0 +1,4 @@
+from sims.cli import main
+from sims.wave import Wave
+
+main(Wave)
