@@ -1,4 +1,4 @@
-"""Every code block of docs/*.md runs, and prints what the guide says it prints.
+"""Every code block of docs/**/*.md runs, and prints what the guide says it prints.
 
 A document's ```python blocks run in order as one script (kernels need a source
 file, so the script is written to a temporary file); a block followed by an
@@ -10,7 +10,8 @@ import runpy
 
 import pytest
 
-DOCS = sorted((pathlib.Path(__file__).parent.parent / 'docs').glob('*.md'))
+DOCS_DIR = pathlib.Path(__file__).parent.parent / 'docs'
+DOCS = sorted(DOCS_DIR.rglob('*.md'))
 BLOCK = re.compile(r'```(python|output)\n(.*?)```', re.S)
 MARK = '@@block-{}@@'
 
@@ -28,7 +29,7 @@ def _blocks(path):
     return out
 
 
-@pytest.mark.parametrize('path', DOCS, ids=[p.name for p in DOCS])
+@pytest.mark.parametrize('path', DOCS, ids=[p.relative_to(DOCS_DIR).as_posix() for p in DOCS])
 def test_doc_code_blocks_run_and_print_what_they_say(path, tmp_path, capsys, monkeypatch):
     blocks = _blocks(path)
     assert blocks, f'{path.name} has no python blocks'
