@@ -33,6 +33,13 @@ def reset():
     _reset()
 
 
+def clear_cache(path=None):
+    """Delete the compiled kernels on disk (the directory of ti.init's offline_cache_file_path,
+    $ENGINE_CACHE_DIR or ~/.cache/engine-kernels); returns how many entries were removed."""
+    from . import cache
+    return cache.clear(path)
+
+
 class _Types:
     ndarray = NdarrayType
     f32, f64, i32, i64 = f32, f64, i32, i64

@@ -11,10 +11,11 @@ import itertools
 import operator
 import struct
 import sys
+import time
 
 import numpy as np
 
-from . import codegen, forward, jit, ops, reverse, runtime, tape
+from . import cache, codegen, forward, jit, ops, reverse, runtime, tape
 from . import dtypes as T
 from .errors import SourceLocation, TaichiTypeError
 from .fields import Field, Ndarray
@@ -22,7 +23,9 @@ from .frontend import FunctionSource, KernelBuilder, NdarrayArg, Template
 from .ir import verify, walk
 
 _symbol_ids = itertools.count()
-compile_count = 0   # kernels compiled in this process (tests check laziness with it)
+compile_count = 0   # kernels compiled by LLVM in this process (tests check laziness with it)
+compile_seconds = 0.0   # time spent building kernels (compiling or loading from the cache)
+_loaded = {}        # cache key -> address of code already loaded in this process
 
 
 class NdarrayType:
@@ -147,15 +150,37 @@ class Kernel:
 
 
 def build_native(kernel, body, layout, prog, suffix=''):
-    """IR -> loaded native code, wrapped for launching."""
-    global compile_count
-    symbol = f'{kernel.name}{suffix}_{next(_symbol_ids)}'
+    """IR -> loaded native code, wrapped for launching (from the disk cache when there)."""
+    global compile_seconds
+    start = time.perf_counter()
     if prog.config.debug:
         verify(body)
-    llvm_ir, entry = codegen.generate(symbol, body, layout.ret_offset, prog.config.debug, prog)
-    address = jit.load_object(jit.compile_ir(llvm_ir), [entry])[entry]
-    compile_count += 1
+    address = _load_or_compile(f'{kernel.name}{suffix}', body, layout, prog)
+    compile_seconds += time.perf_counter() - start
     return CompiledKernel(kernel, address, layout, prog, body)
+
+
+def _load_or_compile(name, body, layout, prog):
+    """The entry address of the kernel's native code. With a cache key, the symbol names
+    derive from the key, so an entry compiled by another process loads unchanged."""
+    global compile_count
+    config = prog.config
+    key = None if config.debug or not config.offline_cache else cache.key(name, body, layout.ret_offset)
+    if key is not None and key in _loaded:
+        return _loaded[key]
+    symbol = f'{name}_{key[:24]}' if key else f'{name}_{next(_symbol_ids)}'
+    entry = codegen.KernelModule.main_symbol_of(symbol)
+    obj = cache.load(config.cache_dir, key) if key else None
+    if obj is None:
+        llvm_ir, entry = codegen.generate(symbol, body, layout.ret_offset, config.debug, prog)
+        obj = jit.compile_ir(llvm_ir)
+        compile_count += 1
+        if key:
+            cache.store(config.cache_dir, key, obj)
+    address = jit.load_object(obj, [entry])[entry]
+    if key:
+        _loaded[key] = address
+    return address
 
 
 class AdjointKernel:
