@@ -12,7 +12,7 @@ import sys
 
 import numpy as np
 
-from . import runtime
+from . import replay, runtime
 from . import dtypes as T
 from .errors import TaichiRuntimeError
 from .matrix import Matrix, Vector
@@ -99,10 +99,12 @@ class Field:
     # --- Python-scope access ----------------------------------------------------
     def to_numpy(self, dtype=None):
         self.ensure_placed()
+        replay.refuse_python_access(self, 'to_numpy()')
         return self.data.copy() if dtype is None else self.data.astype(dtype)
 
     def from_numpy(self, array):
         self.ensure_placed()
+        replay.refuse_python_access(self, 'from_numpy()')
         array = np.asarray(array)
         if array.shape != self.data.shape:
             raise ValueError(f'from_numpy: field {self.name} has shape {self.data.shape} '
@@ -115,10 +117,12 @@ class Field:
 
     def fill(self, value):
         self.ensure_placed()
+        replay.refuse_python_access(self, 'fill()')
         self.data[...] = value
 
     def _key(self, index):
         self.ensure_placed()
+        replay.refuse_python_access(self, f'access [{index}]')
         if index is None:
             index = ()
         elif not isinstance(index, tuple):
@@ -142,6 +146,7 @@ class Field:
         self.data[self._key(index)] = np.asarray(value) if isinstance(value, Matrix) else value
 
     def copy_from(self, other):
+        replay.refuse_python_access(self, 'copy_from()')
         self.data[...] = other.data
 
 

@@ -15,7 +15,7 @@ import time
 
 import numpy as np
 
-from . import cache, codegen, forward, jit, ops, reverse, runtime, tape
+from . import cache, codegen, forward, jit, ops, replay, reverse, runtime, tape
 from . import dtypes as T
 from .errors import SourceLocation, TaichiTypeError
 from .fields import Field, Ndarray
@@ -102,11 +102,13 @@ class Kernel:
         if kwargs:
             args = self._bind(args, kwargs)
         compiled = self.compiled(args)
+        launched = compiled if forward.active is None else compiled.with_tangents()
+        result = launched.launch(args)
         if tape.recording is not None:
-            tape.recording.record(self, args)
-        if forward.active is not None:
-            compiled = compiled.with_tangents()
-        return compiled.launch(args)
+            tape.recording.record(self, args, compiled, launched)
+        if replay.capturing is not None:
+            replay.capturing.add(self, args, compiled, launched)
+        return result
 
     def compiled(self, args):
         """The native code for these arguments, compiled on first use."""
@@ -195,11 +197,7 @@ class AdjointKernel:
         kernel = self.kernel
         if kwargs:
             args = kernel._bind(args, kwargs)
-        primal = kernel.compiled(args)
-        adjoint = primal.adjoint
-        if adjoint is None:
-            body = reverse.adjoint(primal.body)
-            adjoint = primal.adjoint = build_native(kernel, body, primal.layout, primal.program, '_grad')
+        adjoint = kernel.compiled(args).adjoint_compiled()
         if forward.active is not None:      # forward over reverse: Hessian-vector products
             adjoint = adjoint.with_tangents()
         adjoint.launch(args)
@@ -253,6 +251,7 @@ class ArgLayout:
 class CompiledKernel:
     def __init__(self, kernel, address, layout, prog, body):
         self.kernel, self.layout, self.program, self.body = kernel, layout, prog, body
+        self.address = address
         self.cfunc = jit.cfunc(address, None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
         self.buffer = ctypes.create_string_buffer(layout.size)
         self.buffer_address = ctypes.addressof(self.buffer)
@@ -271,6 +270,13 @@ class CompiledKernel:
         self.check_errors = prog.config.debug or any(s.op == 'stack_push' for s in walk(body))
         self.adjoint = None
         self.tangents = None
+
+    def adjoint_compiled(self):
+        """The adjoint kernel (same arguments), compiled on first use."""
+        if self.adjoint is None:
+            body = reverse.adjoint(self.body)
+            self.adjoint = build_native(self.kernel, body, self.layout, self.program, '_grad')
+        return self.adjoint
 
     def with_tangents(self):
         """This kernel in forward mode (primal and tangents), compiled on first use and again
