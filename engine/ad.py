@@ -8,7 +8,7 @@ import functools
 
 import numpy as np
 
-from . import forward, runtime, tape
+from . import forward, replay, runtime, tape
 from .tape import Tape
 from .gradcheck import GradientCheckError, check_gradients, rollout_report
 from .transforms import grad, jvp, vjp
@@ -37,6 +37,9 @@ class _CustomGradient:
         functools.update_wrapper(self, fn)
 
     def __call__(self, *args, **kwargs):
+        if replay.capturing is not None:
+            raise replay.CaptureError(f'{replay.capturing.name}: the grad_replaced function '
+                                      f'{self.fn.__name__} cannot be captured (its gradient is Python)')
         recorder = tape.recording
         if recorder is None:
             return self.fn(*args, **kwargs)

@@ -39,7 +39,7 @@ class Field:
         self.role = role
         self.primal = primal
         self.shape = None
-        self.data = None
+        self._data = None
         self.program = runtime.program()
         self.program.register_field(self)
         self.grad = self.dual = None
@@ -56,7 +56,19 @@ class Field:
     # --- layout ---------------------------------------------------------------
     @property
     def placed(self):
-        return self.data is not None
+        return self._data is not None
+
+    @property
+    def data(self):
+        """The values as a numpy array (a view: writing it writes the field)."""
+        if replay.capturing is not None:
+            replay.refuse_python_access(self)
+        return self._data
+
+    @data.setter
+    def data(self, values):       # `x.data -= ...` assigns the array it updated in place
+        if values is not self.data:
+            self._data[...] = values
 
     def _allocate(self, shape):
         if self.placed:
@@ -65,8 +77,8 @@ class Field:
             raise TaichiRuntimeError(
                 f'{self.name} must have the shape of {self.primal.name}: {self.primal.shape}, got {shape}')
         self.shape = shape
-        self.data = np.zeros(shape + self.element_shape, dtype=self.dtype.np)
-        self.program.set_field_address(self, self.data)
+        self._data = np.zeros(shape + self.element_shape, dtype=self.dtype.np)
+        self.program.set_field_address(self, self._data)
         if self.role == 'dual':
             self.program.dual_epoch += 1     # forward-mode kernels compiled before see new duals
         for role in ('grad', 'dual'):
@@ -99,12 +111,10 @@ class Field:
     # --- Python-scope access ----------------------------------------------------
     def to_numpy(self, dtype=None):
         self.ensure_placed()
-        replay.refuse_python_access(self, 'to_numpy()')
         return self.data.copy() if dtype is None else self.data.astype(dtype)
 
     def from_numpy(self, array):
         self.ensure_placed()
-        replay.refuse_python_access(self, 'from_numpy()')
         array = np.asarray(array)
         if array.shape != self.data.shape:
             raise ValueError(f'from_numpy: field {self.name} has shape {self.data.shape} '
@@ -117,12 +127,10 @@ class Field:
 
     def fill(self, value):
         self.ensure_placed()
-        replay.refuse_python_access(self, 'fill()')
         self.data[...] = value
 
     def _key(self, index):
         self.ensure_placed()
-        replay.refuse_python_access(self, f'access [{index}]')
         if index is None:
             index = ()
         elif not isinstance(index, tuple):
@@ -146,7 +154,6 @@ class Field:
         self.data[self._key(index)] = np.asarray(value) if isinstance(value, Matrix) else value
 
     def copy_from(self, other):
-        replay.refuse_python_access(self, 'copy_from()')
         self.data[...] = other.data
 
 

@@ -102,13 +102,13 @@ class CaptureError(RuntimeError):
     """A function cannot be captured: what its kernels do could depend on Python-side values."""
 
 
-def refuse_python_access(field, what):
-    """Called by Python-scope field access; a function being captured may not do it."""
-    if capturing is not None:
-        raise CaptureError(
-            f'{capturing.name}: {what} of field {field.name} from Python while ti.capture records '
-            f'it; replays run only the kernels, so the Python code between them must not read or '
-            f'write field values (do it in a kernel, or outside the captured function)')
+def refuse_python_access(field):
+    """Called by every Python-scope access of a field's values; a function being captured
+    may not make one."""
+    raise CaptureError(
+        f'{capturing.name}: field {field.name} is read or written from Python while ti.capture '
+        f'records it; replays run only the kernels, so the Python code between them must not '
+        f'touch field values (do it in a kernel, or outside the captured function)')
 
 
 class Recording:
@@ -143,11 +143,10 @@ class Capture:
     later calls with equal arguments replay them natively without running `fn`'s Python.
 
     Only for functions whose launches do not depend on field values: while captured, `fn`
-    may not read or write fields from Python (`x[i]`, to_numpy, from_numpy, fill raise a
-    CaptureError), use a kernel's return value, or call grad_replaced functions; it returns
-    None. Writing a field's `.data` numpy array directly is not detected: don't. Under a
-    `ti.ad.Tape` a replay is recorded like the launches it stands for. After a new `ti.init`
-    the function is captured again; in forward mode it simply runs."""
+    may not read or write fields from Python (`x[i]`, `.data`, to_numpy, from_numpy, fill),
+    use a kernel's return value, or call grad_replaced functions (each is a CaptureError);
+    it returns None. Under a `ti.ad.Tape` a replay is recorded like the launches it stands
+    for. After a new `ti.init` the function is captured again; in forward mode it just runs."""
 
     def __init__(self, fn):
         self.fn = fn

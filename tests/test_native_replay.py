@@ -118,7 +118,8 @@ def test_capture_replays_without_running_python():
     assert calls == [4, 2] and x[None] == 3 * 6 + 1
 
 
-@pytest.mark.parametrize('access', ['read', 'write', 'to_numpy', 'fill', 'return value', 'returns'])
+@pytest.mark.parametrize('access', ['read', 'write', 'to_numpy', 'fill', '.data', 'return value',
+                                    'grad_replaced', 'returns'])
 def test_capture_refuses_python_that_could_steer_the_launches(access):
     ti.init()
     x = ti.field(float, shape=4)
@@ -132,6 +133,10 @@ def test_capture_refuses_python_that_could_steer_the_launches(access):
     def peek() -> ti.f32:
         return x[0]
 
+    @ti.ad.grad_replaced
+    def custom():
+        double()
+
     def rollout():
         double()
         if access == 'read' and x[0] > 1:
@@ -142,6 +147,10 @@ def test_capture_refuses_python_that_could_steer_the_launches(access):
             x.to_numpy()
         elif access == 'fill':
             x.fill(0)
+        elif access == '.data':
+            x.data.fill(0)
+        elif access == 'grad_replaced':
+            custom()
         elif access == 'return value':
             peek()
         elif access == 'returns':
