@@ -15,7 +15,7 @@ import time
 
 import numpy as np
 
-from . import cache, codegen, forward, jit, ops, replay, reverse, runtime, tape
+from . import cache, codegen, forward, jit, ops, replay, reverse, rules, runtime, tape
 from . import dtypes as T
 from .errors import SourceLocation, TaichiTypeError
 from .fields import Field, Ndarray
@@ -103,9 +103,12 @@ class Kernel:
             args = self._bind(args, kwargs)
         compiled = self.compiled(args)
         launched = compiled if forward.active is None else compiled.with_tangents()
+        recorder = tape.recording
+        if recorder is not None:
+            recorder.check(self, compiled, args)
         result = launched.launch(args)
-        if tape.recording is not None:
-            tape.recording.record(self, args, compiled, launched)
+        if recorder is not None:
+            recorder.record(self, args, compiled, launched)
         if replay.capturing is not None:
             replay.capturing.add(self, args, compiled, launched)
         return result
@@ -197,7 +200,10 @@ class AdjointKernel:
         kernel = self.kernel
         if kwargs:
             args = kernel._bind(args, kwargs)
-        adjoint = kernel.compiled(args).adjoint_compiled()
+        primal = kernel.compiled(args)
+        if primal.program.config.ad_validation and primal.access_summary().violation:
+            raise primal.access_summary().violation
+        adjoint = primal.adjoint_compiled()
         if forward.active is not None:      # forward over reverse: Hessian-vector products
             adjoint = adjoint.with_tangents()
         adjoint.launch(args)
@@ -270,6 +276,13 @@ class CompiledKernel:
         self.check_errors = prog.config.debug or any(s.op == 'stack_push' for s in walk(body))
         self.adjoint = None
         self.tangents = None
+        self.summary = None
+
+    def access_summary(self):
+        """Its field accesses, for the global data access rules (computed once)."""
+        if self.summary is None:
+            self.summary = rules.KernelSummary(self.body, self.layout)
+        return self.summary
 
     def adjoint_compiled(self):
         """The adjoint kernel (same arguments), compiled on first use."""

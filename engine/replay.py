@@ -118,6 +118,7 @@ class Recording:
         self.name = name
         self.launches = LaunchList()
         self.calls = self.launches.calls
+        self.replayable = True     # False when the tape had to add Python steps to it
         self._functions = None
 
     def add(self, kernel, args, compiled, launched):
@@ -162,6 +163,8 @@ class Capture:
         if recording is None:
             self.recordings[key] = self._capture(args)
             return None
+        if not recording.replayable:
+            return self.fn(*args)
         if tape.recording is not None:
             tape.recording.record_replay(recording)
         recording.replay()

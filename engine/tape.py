@@ -6,7 +6,7 @@ returning to Python only for custom gradients (grad_replaced) and in forward mod
 """
 import numpy as np
 
-from . import forward, replay, runtime
+from . import forward, replay, rules, runtime
 
 recording = None   # the Tape being recorded, if any
 
@@ -26,9 +26,11 @@ class Tape:
     On entry: gradients are cleared (clear_gradients=True), `loss[None]` is set to 0
     and `loss.grad[None]` to 1. On exit: the adjoints run in reverse order."""
 
-    def __init__(self, loss=None, clear_gradients=True, validation=False, grad_check=None):
-        if validation:
-            raise NotImplementedError('ti.ad.Tape(validation=...) is not available yet')
+    def __init__(self, loss=None, clear_gradients=True, validation=None, grad_check=None):
+        if validation is None:
+            validation = runtime.program().config.ad_validation
+        self.checker = rules.LaunchChecker() if validation else None
+        self.restored = []      # 0-D fields the backward pass sees at their earlier values
         self.loss = loss
         self.clear_gradients = clear_gradients
         self.grad_check = list(grad_check or [])
@@ -38,6 +40,23 @@ class Tape:
         self.units = []      # (kernel launches recorded before it, Unit) for the other units
         self.suspended = 0
         self.snapshot = None
+
+    def check(self, kernel, compiled, args):
+        """Before a launch: the global data access rules (engine/rules.py)."""
+        if self.checker is None or self.suspended or kernel.no_grad:
+            return
+        summary = compiled.access_summary()
+        if summary.violation:
+            raise summary.violation
+        for field in self.checker.check(summary, args, kernel.name):
+            # read by an earlier launch, written by this one: the backward pass of the
+            # earlier launches sees the value from before this write
+            value = field._data.copy()
+            self.record_custom(lambda f=field, v=value: f._data.__setitem__(..., v), (),
+                               f'restore {field.name}', forward=lambda: None)
+            self.restored.append(field)
+            if replay.capturing is not None:
+                replay.capturing.replayable = False
 
     def record(self, kernel, args, compiled, launched):
         """A launch of `kernel`: primal code `compiled`, run as `launched` (whose buffer
@@ -103,6 +122,14 @@ class Tape:
             run_forward(*args)
 
     def grad(self):
+        final = [(f, f._data.copy()) for f in self.restored]
+        try:
+            self._backward()
+        finally:
+            for field, value in final:
+                field._data[...] = value
+
+    def _backward(self):
         if forward.active is not None or not runtime.program().config.native_replay:
             for backward, args, _ in reversed(list(self._in_order())):
                 backward(*args)
