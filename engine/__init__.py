@@ -14,6 +14,7 @@ from .math import (abs, acos, asin, atan2, bit_and, bit_or, bit_xor, cast, ceil,
                    exp, floor, log, max, min, pow, random, round, rsqrt, select, sin,
                    sqrt, tan, tanh)
 from .matrix import Matrix, Vector
+from .replay import CaptureError, capture
 from .runtime import init as _init, reset as _reset
 from .dtypes import (f32, f64, float32, float64, i8, i16, i32, i64, int32, int64, u8,
                     u16, u32, u64, uint8)
@@ -31,6 +32,13 @@ def init(arch=None, **kwargs):
 
 def reset():
     _reset()
+
+
+def clear_cache(path=None):
+    """Delete the compiled kernels on disk (the directory of ti.init's offline_cache_file_path,
+    $ENGINE_CACHE_DIR or ~/.cache/engine-kernels); returns how many entries were removed."""
+    from . import cache
+    return cache.clear(path)
 
 
 class _Types:

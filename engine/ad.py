@@ -8,14 +8,15 @@ import functools
 
 import numpy as np
 
-from . import forward, runtime, tape
+from . import forward, replay, runtime, tape
 from .tape import Tape
 from .gradcheck import GradientCheckError, check_gradients, rollout_report
+from .rules import AutodiffRuleError
 from .transforms import grad, jvp, vjp
 
 __all__ = ['Tape', 'grad_replaced', 'grad_for', 'no_grad', 'clear_all_gradients', 'FwdMode',
            'hvp', 'hessian', 'value_and_grad', 'jacobian', 'grad', 'jvp', 'vjp',
-           'check_gradients', 'GradientCheckError', 'rollout_report']
+           'check_gradients', 'GradientCheckError', 'rollout_report', 'AutodiffRuleError']
 
 
 def clear_all_gradients():
@@ -37,6 +38,9 @@ class _CustomGradient:
         functools.update_wrapper(self, fn)
 
     def __call__(self, *args, **kwargs):
+        if replay.capturing is not None:
+            raise replay.CaptureError(f'{replay.capturing.name}: the grad_replaced function '
+                                      f'{self.fn.__name__} cannot be captured (its gradient is Python)')
         recorder = tape.recording
         if recorder is None:
             return self.fn(*args, **kwargs)

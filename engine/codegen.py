@@ -42,7 +42,11 @@ class KernelModule:
 
     @property
     def main_symbol(self):
-        return f'{self.name}_main'
+        return self.main_symbol_of(self.name)
+
+    @staticmethod
+    def main_symbol_of(name):
+        return f'{name}_main'
 
     def generate(self) -> str:
         fn = llir.Function(self.module, MAIN_TYPE, name=self.main_symbol)

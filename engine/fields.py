@@ -12,7 +12,7 @@ import sys
 
 import numpy as np
 
-from . import runtime
+from . import replay, runtime
 from . import dtypes as T
 from .errors import TaichiRuntimeError
 from .matrix import Matrix, Vector
@@ -39,7 +39,7 @@ class Field:
         self.role = role
         self.primal = primal
         self.shape = None
-        self.data = None
+        self._data = None
         self.program = runtime.program()
         self.program.register_field(self)
         self.grad = self.dual = None
@@ -56,7 +56,19 @@ class Field:
     # --- layout ---------------------------------------------------------------
     @property
     def placed(self):
-        return self.data is not None
+        return self._data is not None
+
+    @property
+    def data(self):
+        """The values as a numpy array (a view: writing it writes the field)."""
+        if replay.capturing is not None:
+            replay.refuse_python_access(self)
+        return self._data
+
+    @data.setter
+    def data(self, values):       # `x.data -= ...` assigns the array it updated in place
+        if values is not self.data:
+            self._data[...] = values
 
     def _allocate(self, shape):
         if self.placed:
@@ -65,8 +77,8 @@ class Field:
             raise TaichiRuntimeError(
                 f'{self.name} must have the shape of {self.primal.name}: {self.primal.shape}, got {shape}')
         self.shape = shape
-        self.data = np.zeros(shape + self.element_shape, dtype=self.dtype.np)
-        self.program.set_field_address(self, self.data)
+        self._data = np.zeros(shape + self.element_shape, dtype=self.dtype.np)
+        self.program.set_field_address(self, self._data)
         if self.role == 'dual':
             self.program.dual_epoch += 1     # forward-mode kernels compiled before see new duals
         for role in ('grad', 'dual'):

@@ -11,10 +11,11 @@ import itertools
 import operator
 import struct
 import sys
+import time
 
 import numpy as np
 
-from . import codegen, forward, jit, ops, reverse, runtime, tape
+from . import cache, codegen, forward, jit, ops, replay, reverse, rules, runtime, tape
 from . import dtypes as T
 from .errors import SourceLocation, TaichiTypeError
 from .fields import Field, Ndarray
@@ -22,7 +23,9 @@ from .frontend import FunctionSource, KernelBuilder, NdarrayArg, Template
 from .ir import verify, walk
 
 _symbol_ids = itertools.count()
-compile_count = 0   # kernels compiled in this process (tests check laziness with it)
+compile_count = 0   # kernels compiled by LLVM in this process (tests check laziness with it)
+compile_seconds = 0.0   # time spent building kernels (compiling or loading from the cache)
+_loaded = {}        # cache key -> address of code already loaded in this process
 
 
 class NdarrayType:
@@ -99,11 +102,16 @@ class Kernel:
         if kwargs:
             args = self._bind(args, kwargs)
         compiled = self.compiled(args)
-        if tape.recording is not None:
-            tape.recording.record(self, args)
-        if forward.active is not None:
-            compiled = compiled.with_tangents()
-        return compiled.launch(args)
+        launched = compiled if forward.active is None else compiled.with_tangents()
+        recorder = tape.recording
+        if recorder is not None:
+            recorder.check(self, compiled, args)
+        result = launched.launch(args)
+        if recorder is not None:
+            recorder.record(self, args, compiled, launched)
+        if replay.capturing is not None:
+            replay.capturing.add(self, args, compiled, launched)
+        return result
 
     def compiled(self, args):
         """The native code for these arguments, compiled on first use."""
@@ -147,15 +155,37 @@ class Kernel:
 
 
 def build_native(kernel, body, layout, prog, suffix=''):
-    """IR -> loaded native code, wrapped for launching."""
-    global compile_count
-    symbol = f'{kernel.name}{suffix}_{next(_symbol_ids)}'
+    """IR -> loaded native code, wrapped for launching (from the disk cache when there)."""
+    global compile_seconds
+    start = time.perf_counter()
     if prog.config.debug:
         verify(body)
-    llvm_ir, entry = codegen.generate(symbol, body, layout.ret_offset, prog.config.debug, prog)
-    address = jit.load_object(jit.compile_ir(llvm_ir), [entry])[entry]
-    compile_count += 1
+    address = _load_or_compile(f'{kernel.name}{suffix}', body, layout, prog)
+    compile_seconds += time.perf_counter() - start
     return CompiledKernel(kernel, address, layout, prog, body)
+
+
+def _load_or_compile(name, body, layout, prog):
+    """The entry address of the kernel's native code. With a cache key, the symbol names
+    derive from the key, so an entry compiled by another process loads unchanged."""
+    global compile_count
+    config = prog.config
+    key = None if config.debug or not config.offline_cache else cache.key(name, body, layout.ret_offset)
+    if key is not None and key in _loaded:
+        return _loaded[key]
+    symbol = f'{name}_{key[:24]}' if key else f'{name}_{next(_symbol_ids)}'
+    entry = codegen.KernelModule.main_symbol_of(symbol)
+    obj = cache.load(config.cache_dir, key) if key else None
+    if obj is None:
+        llvm_ir, entry = codegen.generate(symbol, body, layout.ret_offset, config.debug, prog)
+        obj = jit.compile_ir(llvm_ir)
+        compile_count += 1
+        if key:
+            cache.store(config.cache_dir, key, obj)
+    address = jit.load_object(obj, [entry])[entry]
+    if key:
+        _loaded[key] = address
+    return address
 
 
 class AdjointKernel:
@@ -171,10 +201,9 @@ class AdjointKernel:
         if kwargs:
             args = kernel._bind(args, kwargs)
         primal = kernel.compiled(args)
-        adjoint = primal.adjoint
-        if adjoint is None:
-            body = reverse.adjoint(primal.body)
-            adjoint = primal.adjoint = build_native(kernel, body, primal.layout, primal.program, '_grad')
+        if primal.program.config.ad_validation and primal.access_summary().violation:
+            raise primal.access_summary().violation
+        adjoint = primal.adjoint_compiled()
         if forward.active is not None:      # forward over reverse: Hessian-vector products
             adjoint = adjoint.with_tangents()
         adjoint.launch(args)
@@ -228,6 +257,7 @@ class ArgLayout:
 class CompiledKernel:
     def __init__(self, kernel, address, layout, prog, body):
         self.kernel, self.layout, self.program, self.body = kernel, layout, prog, body
+        self.address = address
         self.cfunc = jit.cfunc(address, None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
         self.buffer = ctypes.create_string_buffer(layout.size)
         self.buffer_address = ctypes.addressof(self.buffer)
@@ -246,6 +276,20 @@ class CompiledKernel:
         self.check_errors = prog.config.debug or any(s.op == 'stack_push' for s in walk(body))
         self.adjoint = None
         self.tangents = None
+        self.summary = None
+
+    def access_summary(self):
+        """Its field accesses, for the global data access rules (computed once)."""
+        if self.summary is None:
+            self.summary = rules.KernelSummary(self.body, self.layout)
+        return self.summary
+
+    def adjoint_compiled(self):
+        """The adjoint kernel (same arguments), compiled on first use."""
+        if self.adjoint is None:
+            body = reverse.adjoint(self.body)
+            self.adjoint = build_native(self.kernel, body, self.layout, self.program, '_grad')
+        return self.adjoint
 
     def with_tangents(self):
         """This kernel in forward mode (primal and tangents), compiled on first use and again

@@ -1,22 +1,23 @@
 """The tape across kernels: records launches and replays their adjoints backwards.
 
 Only (kernel, arguments) records are kept; global fields are the checkpoints.
+The backward pass runs the adjoint kernels in one native loop (engine/replay.py),
+returning to Python only for custom gradients (grad_replaced) and in forward mode.
 """
-from dataclasses import dataclass
-from typing import Any, Callable, Tuple
+import numpy as np
 
-from . import runtime
+from . import forward, replay, rules, runtime
 
 recording = None   # the Tape being recorded, if any
 
 
-@dataclass(frozen=True)
-class Launch:
-    """One recorded unit: a kernel launch, or a custom-gradient function call."""
-    backward: Callable
-    args: Tuple[Any, ...]
-    name: str
-    forward: Callable = None      # re-runs the unit (the gradient checker replays the tape)
+class Unit:
+    """A recorded unit other than one kernel launch: a custom-gradient call, or the replay
+    of a captured function (`block`)."""
+
+    def __init__(self, backward, args, name, forward=None, block=None):
+        self.backward, self.args, self.name = backward, tuple(args), name
+        self.forward, self.block = forward, block
 
 
 class Tape:
@@ -25,26 +26,66 @@ class Tape:
     On entry: gradients are cleared (clear_gradients=True), `loss[None]` is set to 0
     and `loss.grad[None]` to 1. On exit: the adjoints run in reverse order."""
 
-    def __init__(self, loss=None, clear_gradients=True, validation=False, grad_check=None):
-        if validation:
-            raise NotImplementedError('ti.ad.Tape(validation=...) is not available yet')
+    def __init__(self, loss=None, clear_gradients=True, validation=None, grad_check=None):
+        if validation is None:
+            validation = runtime.program().config.ad_validation
+        self.checker = rules.LaunchChecker() if validation else None
+        self.restored = []      # 0-D fields the backward pass sees at their earlier values
         self.loss = loss
         self.clear_gradients = clear_gradients
         self.grad_check = list(grad_check or [])
         if self.grad_check and loss is None:
             raise ValueError('ti.ad.Tape(grad_check=...) needs a loss')
-        self.launches = []
+        self.native = replay.LaunchList()   # every recorded kernel launch, in order
+        self.units = []      # (kernel launches recorded before it, Unit) for the other units
         self.suspended = 0
         self.snapshot = None
 
-    def record(self, kernel, args):
-        if self.suspended or kernel.no_grad:
+    def check(self, kernel, compiled, args):
+        """Before a launch: the global data access rules (engine/rules.py)."""
+        if self.checker is None or self.suspended or kernel.no_grad:
             return
-        self.launches.append(Launch(kernel.grad, tuple(args), kernel.name, kernel))
+        summary = compiled.access_summary()
+        if summary.violation:
+            raise summary.violation
+        for field in self.checker.check(summary, args, kernel.name):
+            # read by an earlier launch, written by this one: the backward pass of the
+            # earlier launches sees the value from before this write
+            value = field._data.copy()
+            self.record_custom(lambda f=field, v=value: f._data.__setitem__(..., v), (),
+                               f'restore {field.name}', forward=lambda: None)
+            self.restored.append(field)
+            if replay.capturing is not None:
+                replay.capturing.replayable = False
+
+    def record(self, kernel, args, compiled, launched):
+        """A launch of `kernel`: primal code `compiled`, run as `launched` (whose buffer
+        holds the packed arguments)."""
+        if not (self.suspended or kernel.no_grad):
+            self.native.add(compiled, launched.buffer, kernel, args)
+
+    def record_replay(self, recording):
+        """A replay of a captured function: all its launches, as one unit."""
+        if not self.suspended:
+            self.units.append((len(self.native.kernels), Unit(
+                _python_backward(recording), (), recording.name, recording.replay, recording)))
 
     def record_custom(self, backward, args, name, forward=None):
         if not self.suspended:
-            self.launches.append(Launch(backward, tuple(args), name, forward))
+            self.units.append((len(self.native.kernels), Unit(backward, args, name, forward)))
+
+    def __len__(self):
+        return len(self.native.kernels) + len(self.units)
+
+    def _in_order(self):
+        """Every unit as (backward, args, forward), in recording order (the Python paths)."""
+        calls, units, n = self.native.calls, self.units, 0
+        for before, unit in units + [(len(calls), None)]:
+            for kernel, args in calls[n:before]:
+                yield kernel.grad, args, kernel
+            n = before
+            if unit is not None:
+                yield unit.backward, unit.args, unit.forward
 
     def __enter__(self):
         global recording
@@ -77,12 +118,54 @@ class Tape:
         from .gradcheck import restore_fields
         restore_fields(self.snapshot, keep)
         self.loss[None] = 0
-        for launch in self.launches:
-            launch.forward(*launch.args)
+        for _, args, run_forward in self._in_order():
+            run_forward(*args)
 
     def grad(self):
-        for launch in reversed(self.launches):
-            launch.backward(*launch.args)
+        final = [(f, f._data.copy()) for f in self.restored]
+        try:
+            self._backward()
+        finally:
+            for field, value in final:
+                field._data[...] = value
+
+    def _backward(self):
+        if forward.active is not None or not runtime.program().config.native_replay:
+            for backward, args, _ in reversed(list(self._in_order())):
+                backward(*args)
+            return
+        adjoints = self._adjoint_addresses()
+        end = len(self.native.kernels)
+        for start, unit in reversed(self.units):
+            self._run_adjoints(adjoints, start, end)
+            end = start
+            if unit.block is not None:
+                functions, buffers = unit.block.adjoints()
+                replay.run(functions, buffers, lambda k, r=unit.block: r.calls[len(r.calls) - 1 - k][0].name)
+            else:
+                unit.backward(*unit.args)
+        self._run_adjoints(adjoints, 0, end)
+
+    def _adjoint_addresses(self):
+        by_kernel = {}
+        for compiled in self.native.kernels:
+            if compiled not in by_kernel:
+                by_kernel[compiled] = compiled.adjoint_compiled().address
+        return np.array([by_kernel[c] for c in self.native.kernels], dtype=np.uint64)
+
+    def _run_adjoints(self, adjoints, start, end):
+        """The adjoints of kernel launches start..end-1, last first, in one native loop."""
+        if end > start:
+            buffers = self.native.buffer_addresses()
+            replay.run(adjoints[start:end][::-1], buffers[start:end][::-1],
+                       lambda k: self.native.kernels[end - 1 - k].kernel.name)
+
+
+def _python_backward(recording):
+    def backward():
+        for kernel, args in reversed(recording.calls):
+            kernel.grad(*args)
+    return backward
 
 
 def _check_loss(loss):

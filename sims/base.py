@@ -11,6 +11,9 @@ A simulator is a subclass of `Simulation` with
 - `render_frames()`: images (H x W x 3 uint8) of a rollout with the current parameters.
 
 `loss_and_grad()` records `forward()` on a tape; simulators with checkpointing override it.
+`forward()` is captured (`ti.capture`): the first rollout records its launches, later ones
+replay them natively. It must therefore launch kernels only - no field access from
+Python (a CaptureError says where) - or set `capture_forward = False`.
 """
 from types import SimpleNamespace
 
@@ -25,10 +28,12 @@ class Simulation:
     name = 'simulation'
     defaults = {}
     quick = {}
+    capture_forward = True
 
     def __init__(self, cfg):
         self.cfg = cfg
         self.build()
+        self.rollout_forward = ti.capture(self.forward) if self.capture_forward else self.forward
 
     @classmethod
     def config(cls, quick=False, **overrides):
@@ -69,13 +74,13 @@ class Simulation:
     def loss_and_grad(self):
         """Run forward() on a tape; returns the loss, leaves d loss / d param in param.grad."""
         with ti.ad.Tape(self.loss):
-            self.forward()
+            self.rollout_forward()
         return float(self.loss[None])
 
     def evaluate(self):
         """The loss without gradients."""
         self.loss[None] = 0
-        self.forward()
+        self.rollout_forward()
         return float(self.loss[None])
 
     def save_parameters(self, path):

@@ -4,9 +4,17 @@
 it for every test through `pytestmark`); `fp` additionally parametrizes a test
 over default_fp = f32 / f64 and re-initializes with that default.
 """
+import os
+
 import pytest
 
 import engine as ti
+
+
+@pytest.fixture(scope='session', autouse=True)
+def kernel_cache_dir(tmp_path_factory):
+    """The suite compiles into a cache of its own, never the user's."""
+    os.environ['ENGINE_CACHE_DIR'] = str(tmp_path_factory.mktemp('kernel-cache'))
 
 
 @pytest.fixture

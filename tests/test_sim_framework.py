@@ -53,6 +53,7 @@ class Oscillators(Simulation):
     state fields keep checkpoint + 1 slots and the rollout is checkpointed."""
     name = 'oscillators'
     defaults = dict(n=3, steps=10, checkpoint=0, dt=0.05)
+    capture_forward = False        # forward() sets the initial state from Python
 
     def build(self):
         c = self.cfg

@@ -71,6 +71,7 @@ class DiffMPM(Simulation):
                     checkpoint=0, frames=80,
                     iters=10, optimizer='gd', lr=0.1, clip=None)
     quick = dict(steps=160, n_grid=64, iters=4, lr=10.0, frames=20)
+    capture_forward = False     # each step's grid box is computed from the particles in Python
 
     # ------------------------------------------------------------------ build
     def build(self):

@@ -1,0 +1,189 @@
+"""Native replay: run a recorded list of launches in one native loop.
+
+A launch is (entry address of a compiled kernel, its packed argument buffer).
+Recording copies the argument buffer a launch was packed into; replaying calls
+every entry from native code, so no Python runs between kernels. The tape
+replays its adjoints this way; `ti.capture` replays a whole forward pass.
+
+The loop stops at the first launch that reports an error (debug-mode checks,
+autodiff stack out of memory) and Python turns it into the kernel's exception.
+"""
+import ctypes
+
+import numpy as np
+
+from . import jit, runtime
+
+_REPLAY_IR = r'''
+define i64 @engine_replay(i64* %fns, i64* %bufs, i64 %n, i8** %fields, i64* %rt) {
+entry:
+  %empty = icmp eq i64 %n, 0
+  br i1 %empty, label %done, label %loop
+loop:
+  %k = phi i64 [0, %entry], [%next, %ok]
+  %fslot = getelementptr i64, i64* %fns, i64 %k
+  %faddr = load i64, i64* %fslot
+  %f = inttoptr i64 %faddr to void (i8**, i8*, i8*)*
+  %bslot = getelementptr i64, i64* %bufs, i64 %k
+  %baddr = load i64, i64* %bslot
+  %buf = inttoptr i64 %baddr to i8*
+  %rtp = bitcast i64* %rt to i8*
+  call void %f(i8** %fields, i8* %buf, i8* %rtp)
+  %flag = load volatile i64, i64* %rt
+  %next = add i64 %k, 1
+  %failed = icmp ne i64 %flag, 0
+  br i1 %failed, label %stop, label %ok
+ok:
+  %more = icmp ult i64 %next, %n
+  br i1 %more, label %loop, label %done
+stop:
+  ret i64 %next
+done:
+  ret i64 0
+}
+'''
+
+_replay = None
+
+
+def _native_loop():
+    global _replay
+    if _replay is None:
+        address = jit.load_object(jit.compile_ir(_REPLAY_IR), ['engine_replay'])['engine_replay']
+        _replay = jit.cfunc(address, ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
+                            ctypes.c_void_p, ctypes.c_void_p)
+    return _replay
+
+
+class LaunchList:
+    """Launches recorded for native replay: the compiled kernels and copies of their arguments."""
+
+    def __init__(self):
+        self.kernels = []          # CompiledKernel of each launch (primal; gives the adjoint too)
+        self.calls = []            # (Kernel, args) of each launch, for the Python paths
+        self.offsets = []          # where its argument bytes start in self.arguments
+        self.arguments = bytearray()
+        self._frozen = None
+
+    def add(self, compiled, packed, kernel, args):
+        """Record a launch of `compiled` whose arguments were packed into buffer `packed`."""
+        self.kernels.append(compiled)
+        self.calls.append((kernel, args))
+        self.offsets.append(len(self.arguments))
+        self.arguments += packed.raw
+
+    def buffer_addresses(self):
+        """Each launch's argument address in one array of the bytes (kept alive by self)."""
+        if self._frozen is None or len(self._frozen[0]) != len(self.arguments):
+            data = np.frombuffer(bytes(self.arguments), dtype=np.uint8)
+            self._frozen = (data, np.array(self.offsets, dtype=np.uint64) + np.uint64(data.ctypes.data))
+        return self._frozen[1]
+
+
+def run(functions, buffers, name_of, prog=None):
+    """Call functions[k](fields, buffers[k], runtime) for k = 0, 1, ... in one native loop.
+    `name_of(k)` names the kernel of launch k for an error it reports."""
+    if len(functions) == 0:
+        return
+    prog = prog or runtime.program()
+    functions = np.ascontiguousarray(functions, dtype=np.uint64)
+    buffers = np.ascontiguousarray(buffers, dtype=np.uint64)
+    failed = _native_loop()(functions.ctypes.data, buffers.ctypes.data, len(functions),
+                            prog.field_table_address, prog.runtime_address)
+    if failed:
+        prog.check_errors(name_of(failed - 1))
+
+
+# --- capture: a forward pass recorded once, replayed natively --------------------------
+capturing = None    # the Recording being captured, if any
+
+
+class CaptureError(RuntimeError):
+    """A function cannot be captured: what its kernels do could depend on Python-side values."""
+
+
+def refuse_python_access(field):
+    """Called by every Python-scope access of a field's values; a function being captured
+    may not make one."""
+    raise CaptureError(
+        f'{capturing.name}: field {field.name} is read or written from Python while ti.capture '
+        f'records it; replays run only the kernels, so the Python code between them must not '
+        f'touch field values (do it in a kernel, or outside the captured function)')
+
+
+class Recording:
+    """One captured call: its launches (for native replay) and (kernel, args) of each."""
+
+    def __init__(self, name):
+        self.name = name
+        self.launches = LaunchList()
+        self.calls = self.launches.calls
+        self.replayable = True     # False when the tape had to add Python steps to it
+        self._functions = None
+
+    def add(self, kernel, args, compiled, launched):
+        if compiled.unpack_return is not None:
+            raise CaptureError(f'{self.name}: kernel {kernel.name} returns a value to Python; a '
+                               f'captured function cannot use it (replays do not run Python)')
+        self.launches.add(compiled, launched.buffer, kernel, args)
+
+    def replay(self):
+        if self._functions is None:
+            self._functions = np.array([c.address for c in self.launches.kernels], dtype=np.uint64)
+        run(self._functions, self.launches.buffer_addresses(), lambda k: self.calls[k][0].name)
+
+    def adjoints(self):
+        """(functions, buffers) of the adjoint launches, in reverse order."""
+        functions = np.array([c.adjoint_compiled().address for c in reversed(self.launches.kernels)],
+                             dtype=np.uint64)
+        return functions, self.launches.buffer_addresses()[::-1]
+
+
+class Capture:
+    """`ti.capture(fn)`: the first call `fn(*args)` runs `fn` and records its kernel launches;
+    later calls with equal arguments replay them natively without running `fn`'s Python.
+
+    Only for functions whose launches do not depend on field values: while captured, `fn`
+    may not read or write fields from Python (`x[i]`, `.data`, to_numpy, from_numpy, fill),
+    use a kernel's return value, or call grad_replaced functions (each is a CaptureError);
+    it returns None. Under a `ti.ad.Tape` a replay is recorded like the launches it stands
+    for. After a new `ti.init` the function is captured again; in forward mode it just runs."""
+
+    def __init__(self, fn):
+        self.fn = fn
+        self.name = getattr(fn, '__name__', 'captured function')
+        self.recordings = {}
+
+    def __call__(self, *args):
+        from . import forward, tape
+        if forward.active is not None:
+            return self.fn(*args)
+        key = (runtime.program().generation, args)
+        recording = self.recordings.get(key)
+        if recording is None:
+            self.recordings[key] = self._capture(args)
+            return None
+        if not recording.replayable:
+            return self.fn(*args)
+        if tape.recording is not None:
+            tape.recording.record_replay(recording)
+        recording.replay()
+        return None
+
+    def _capture(self, args):
+        global capturing
+        if capturing is not None:
+            raise CaptureError(f'ti.capture: {self.name} is called while {capturing.name} is captured')
+        recording = capturing = Recording(self.name)
+        try:
+            result = self.fn(*args)
+        finally:
+            capturing = None
+        if result is not None:
+            raise CaptureError(f'{self.name}: a captured function must return None '
+                               f'(replays do not run its Python code)')
+        return recording
+
+
+def capture(fn):
+    return Capture(fn)
