@@ -195,10 +195,6 @@ class LaunchChecker:
                 continue
             size = field.shape[0] if field.shape else 1
             slots = first.slots(args, size)
-            if kind == STORE and self._slots(self.stored, field)[slots].any():
-                raise _error(2, stmt, f'kernel {kernel_name} writes field {field.name} where an '
-                             f'earlier kernel on the tape wrote it; write each element once '
-                             f'(later writes must be `+=`), e.g. into another time step')
             if self._slots(self.read, field)[slots].any():
                 if not field.shape and kind == ADD:
                     saves.append(field)
@@ -207,6 +203,10 @@ class LaunchChecker:
                              f'field {field.name} where an earlier kernel on the tape read it; the '
                              f'backward pass would read the new value. Keep every version (e.g. index '
                              f'the field by time step)')
+            if kind == STORE and self._slots(self.stored, field)[slots].any():
+                raise _error(2, stmt, f'kernel {kernel_name} writes field {field.name} where an '
+                             f'earlier kernel on the tape wrote it; write each element once '
+                             f'(later writes must be `+=`), e.g. into another time step')
         for field, kind, first, stmt in summary.accesses:
             size = field.shape[0] if field.shape else 1
             table = self.read if kind == READ else self.stored if kind == STORE else None

@@ -21,6 +21,20 @@ import numpy as np
 
 import engine as ti
 
+@ti.ad.no_grad
+@ti.kernel
+def _zero(f: ti.template()):
+    for I in ti.grouped(f):
+        f[I] = 0
+
+
+def zero_fields(*fields):
+    """Zero fields in kernels (a captured forward pass may not touch fields from Python).
+    Off the tape: clearing accumulators before a rollout has no gradient."""
+    for f in fields:
+        _zero(f)
+
+
 COMMON_DEFAULTS = dict(iters=10, seed=0, fp='f32', optimizer='gd', lr=0.1, clip=None)
 
 

@@ -131,8 +131,8 @@ def _two_kernels(second_body):
     @ti.kernel
     def first():
         for i in range(4):
-            y[i] = x[i] ** 2
-            loss[None] += y[i]
+            y[i] = x[i] ** 2          # written, not read: only rule 2 applies to y
+            loss[None] += x[i]
 
     @ti.kernel
     def second():
@@ -185,7 +185,7 @@ def test_time_indexed_fields_pass_and_the_check_sees_only_the_slots_used():
         with ti.ad.Tape(loss):
             for t in range(steps):
                 step(t)
-            step(2)                         # writes slot 3 a second time
+            step(steps - 1)                 # writes the last slot a second time
 
 
 def test_a_0d_field_read_then_accumulated_by_a_later_kernel_gets_the_right_gradient():

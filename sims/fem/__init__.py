@@ -46,7 +46,7 @@ import numpy as np
 
 import controllers
 import engine as ti
-from sims.base import Simulation
+from sims.base import Simulation, zero_fields
 from sims.render import Canvas, color_map
 
 GROUND = 0.1
@@ -252,7 +252,7 @@ class FEM(Simulation):
         self.controller.initialize(rng)
 
     def forward(self):
-        self.f.data.fill(0)
+        zero_fields(self.f)
         self.observe_initial()
         compute, step = self.controller.compute, self.step_kernel
         for t in range(self.cfg.steps - 1):

@@ -25,7 +25,7 @@ import numpy as np
 
 import controllers
 import engine as ti
-from sims.base import Simulation
+from sims.base import Simulation, zero_fields
 from sims.render import Canvas, color_map
 
 from . import robots
@@ -94,15 +94,7 @@ class MassSpring(Simulation):
 
         self.x.fill(0)
         self.v.fill(0)
-        v_inc = self.v_inc
 
-        @ti.kernel
-        def clear_increments():
-            """The spring increments accumulate with atomic adds: each rollout starts at 0."""
-            for t, i in v_inc:
-                v_inc[t, i] = ti.Vector([0.0, 0.0])
-
-        self.clear_increments = clear_increments
         self.x.data[0] = geometry['x0']
         for name in ('anchor_a', 'anchor_b', 'rest', 'stiffness', 'amplitude'):
             getattr(self, name).from_numpy(geometry[name])
@@ -247,7 +239,7 @@ class MassSpring(Simulation):
             self.controller.initialize(rng)
 
     def forward(self):
-        self.clear_increments()
+        zero_fields(self.v_inc)      # the spring impulses accumulate with atomic adds
         step = self.step_kernel
         if self.controller is None:
             for t in range(self.cfg.steps - 1):

@@ -56,7 +56,7 @@ import numpy as np
 
 import controllers
 import engine as ti
-from sims.base import Simulation
+from sims.base import Simulation, zero_fields
 from sims.render import Canvas, color_map
 
 from . import robots
@@ -301,8 +301,7 @@ class RigidBody(Simulation):
         self.controller.initialize(rng)
 
     def forward(self):
-        for f in self.increments:
-            f.data.fill(0)
+        zero_fields(*self.increments)
         if self.observe_initial is not None:
             self.observe_initial()
         compute, step = self.controller.compute, self.step_kernel
