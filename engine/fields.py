@@ -49,7 +49,11 @@ class Field:
             # A gradient has a dual too: forward mode over an adjoint kernel gives
             # Hessian-vector products in x.grad.dual.
             self.dual = Field(dtype, element_shape, None, self.name + '.dual', primal=self, role='dual')
+        if needs_grad and self.grad is None and primal is None:
+            raise TaichiRuntimeError(f'field {self.name}: needs_grad=True needs a floating-point '
+                                     f'dtype, got {self.dtype} (integer fields have no gradient)')
         self._wants = {'grad': needs_grad, 'dual': needs_dual}
+        self.auto_placed = False
         if shape is not None:
             self._allocate(_as_shape(shape))
 
@@ -70,20 +74,26 @@ class Field:
         if values is not self.data:
             self._data[...] = values
 
-    def _allocate(self, shape):
+    def _allocate(self, shape, by_user=True):
         if self.placed:
+            if by_user and self.role == 'grad' and self.auto_placed and shape == self.shape:
+                self.auto_placed = False     # needs_grad placed it already; the user's place agrees
+                return
             raise TaichiRuntimeError(f'field {self.name} is placed twice')
         if self.primal is not None and self.primal.placed and self.primal.shape != shape:
             raise TaichiRuntimeError(
                 f'{self.name} must have the shape of {self.primal.name}: {self.primal.shape}, got {shape}')
         self.shape = shape
+        self.auto_placed = not by_user
         self._data = np.zeros(shape + self.element_shape, dtype=self.dtype.np)
         self.program.set_field_address(self, self._data)
         if self.role == 'dual':
             self.program.dual_epoch += 1     # forward-mode kernels compiled before see new duals
+        if self.role == 'grad':
+            self.program.grad_epoch += 1     # adjoints compiled before must see the new gradient
         for role in ('grad', 'dual'):
             if self._wants.get(role) and not getattr(self, role).placed:
-                getattr(self, role)._allocate(shape)
+                getattr(self, role)._allocate(shape, by_user=False)
 
     def ensure_placed(self):
         if not self.placed:
@@ -236,7 +246,7 @@ class SNode:
         """Allocate .grad for every float field placed so far."""
         for f in runtime.program().fields:
             if f.role == 'primal' and f.placed and f.grad is not None and not f.grad.placed:
-                f.grad._allocate(f.shape)
+                f.grad._allocate(f.shape, by_user=False)
 
     def lazy_dual(self):
         """Allocate .dual for every float field placed so far."""

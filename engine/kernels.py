@@ -275,6 +275,7 @@ class CompiledKernel:
         # Native code reports errors (bounds in debug mode, autodiff stacks out of memory).
         self.check_errors = prog.config.debug or any(s.op == 'stack_push' for s in walk(body))
         self.adjoint = None
+        self.adjoint_epoch = None
         self.tangents = None
         self.summary = None
 
@@ -285,10 +286,13 @@ class CompiledKernel:
         return self.summary
 
     def adjoint_compiled(self):
-        """The adjoint kernel (same arguments), compiled on first use."""
-        if self.adjoint is None:
+        """The adjoint kernel (same arguments), compiled on first use and again when a
+        .grad has been placed since (the old one would drop its contributions)."""
+        epoch = self.program.grad_epoch
+        if self.adjoint is None or self.adjoint_epoch != epoch:
             body = reverse.adjoint(self.body)
             self.adjoint = build_native(self.kernel, body, self.layout, self.program, '_grad')
+            self.adjoint_epoch = epoch
         return self.adjoint
 
     def with_tangents(self):

@@ -170,6 +170,8 @@ class KernelSummary:
             key = (stmt.attrs['target'], kind, first.kind, first.value, first.span)
             groups.setdefault(key, (stmt.attrs['target'], kind, first, stmt))
         self.accesses = list(groups.values())
+        self.reads = {f: stmt for f, kind, _, stmt in reversed(self.accesses) if kind == READ}
+        self.writes = {f: stmt for f, kind, _, stmt in reversed(self.accesses) if kind != READ}
 
 
 class LaunchChecker:
@@ -178,7 +180,7 @@ class LaunchChecker:
     def __init__(self):
         self.read = {}      # field -> bool array of slots
         self.stored = {}
-        self.launches = 0
+        self.cut = {}       # float field without a gradient -> (kernel, fields) that wrote it from fields with one
 
     def _slots(self, table, field):
         marks = table.get(field)
@@ -189,6 +191,7 @@ class LaunchChecker:
     def check(self, summary, args, kernel_name):
         """Before a launch: the 0-D fields to save (read earlier, written now); raises on a
         violation; then marks this launch's accesses."""
+        self._check_gradient_flow(summary, kernel_name)
         saves = []
         for field, kind, first, stmt in summary.accesses:
             if kind == READ:
@@ -213,3 +216,26 @@ class LaunchChecker:
             if table is not None:
                 self._slots(table, field)[first.slots(args, size)] = True
         return saves
+
+    def _check_gradient_flow(self, summary, kernel_name):
+        """A field without a gradient between fields with one cuts the gradient: an error
+        (the gradient would be silently zero), unless the reader's outputs have none either."""
+        differentiable = [f for f in summary.writes if _has_grad(f)]
+        for field, stmt in summary.reads.items():
+            if field in self.cut and differentiable:
+                writer, sources = self.cut[field]
+                raise AutodiffRuleError(
+                    f'the gradient would be lost: kernel {writer} writes field {field.name} from '
+                    f'{sources}, which have gradients, and kernel {kernel_name} reads it here, but '
+                    f'{field.name} has no gradient. Declare it with needs_grad=True (or place '
+                    f'{field.name}.grad); if it is meant as a constant, compute it before the tape '
+                    f'or in a ti.ad.no_grad kernel', stmt.loc)
+        sources = [f.name for f in summary.reads if _has_grad(f)]
+        if sources:
+            for field in summary.writes:
+                if field.dtype.is_float and not _has_grad(field):
+                    self.cut[field] = (kernel_name, ', '.join(sources))
+
+
+def _has_grad(field):
+    return field.grad is not None and field.grad.placed

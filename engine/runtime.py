@@ -60,6 +60,7 @@ class Program:
         self.runtime_address = self.runtime_buffer.ctypes.data
         self.locations = []           # source locations that native code reports by index
         self.dual_epoch = 0           # bumped whenever a .dual is allocated
+        self.grad_epoch = 0           # bumped whenever a .grad is allocated
         self._location_ids = {}
 
     def register_field(self, field):

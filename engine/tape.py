@@ -31,6 +31,7 @@ class Tape:
             validation = runtime.program().config.ad_validation
         self.checker = rules.LaunchChecker() if validation else None
         self.restored = []      # 0-D fields the backward pass sees at their earlier values
+        self.seen_ndarrays = {}
         self.loss = loss
         self.clear_gradients = clear_gradients
         self.grad_check = list(grad_check or [])
@@ -63,6 +64,17 @@ class Tape:
         holds the packed arguments)."""
         if not (self.suspended or kernel.no_grad):
             self.native.add(compiled, launched.buffer, kernel, args)
+            if compiled.layout.ndarrays and self.clear_gradients:
+                self._clear_ndarray_gradients(args, compiled.layout.ndarrays)
+
+    def _clear_ndarray_gradients(self, args, ndarrays):
+        """Fields' gradients are zeroed on entry; an ndarray's when the tape first sees it."""
+        for k, *_ in ndarrays:
+            array = args[k]
+            grad = getattr(array, 'grad', None)
+            if grad is not None and id(array) not in self.seen_ndarrays:
+                self.seen_ndarrays[id(array)] = array
+                grad.fill(0)
 
     def record_replay(self, recording):
         """A replay of a captured function: all its launches, as one unit."""
