@@ -43,6 +43,7 @@ class ReversePass:
         self.out = Builder()
         self.scopes = [{}]            # primal statement -> its recomputed copy, per open block
         self.stash = {}               # primal statement -> local holding its value
+        self.cells = {}               # primal alloca -> its one copy, seen from every block
         self.adj = {}                 # primal statement -> adjoint cell (an alloca)
         self.home = []                # allocas to put first in the kernel or parallel body
         self.kernel_home = self.home
@@ -84,6 +85,8 @@ class ReversePass:
                                            'used in a kernel that is differentiated (replaying the '
                                            'atomic would change the field)')
                 return value
+        if stmt in self.cells:
+            return self.cells[stmt]
         if stmt in self.stash:
             return self.emit('local_load', [self.stash[stmt]], stmt.dtype)
         raise self.error(stmt, f'internal autodiff error: no primal value for {stmt.op}')
@@ -138,6 +141,13 @@ class ReversePass:
                                 'accumulated into it; its gradient would need the loop replayed. '
                                 'Accumulate into a 0-D field instead, or split the kernel')
         if op in ('global_store', 'return'):
+            return
+        if op == 'alloca':
+            # One cell per local, hoisted: a local declared in a branch is also used by the
+            # reversed branch, and by loops replayed there (their pops and restores).
+            if s not in self.cells:
+                self.cells[s] = self.new_alloca(s.dtype)
+            self.bind(s, self.cells[s])
             return
         if op == 'atomic':
             if s.dtype.is_float and s.attrs['kind'] in ('min', 'max'):
