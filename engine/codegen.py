@@ -115,6 +115,8 @@ class FunctionEmitter:
             with b.if_else(failed) as (then, otherwise):
                 with then:
                     b.store(I64(rt.ERROR_OUT_OF_MEMORY), self.rt_word(rt.RT_ERROR_FLAG))
+                    b.store(I64(self.km.program.location_id(s.loc)), self.rt_word(rt.RT_ERROR_LOC))
+                    b.store(I64(-1), self.rt_word(rt.RT_ERROR_FIELD))
                     self.ret()
                 with otherwise:
                     b.store(fresh, data)

@@ -34,6 +34,7 @@ class TangentPass:
         self.copy = {}        # primal statement -> its copy (values from outside map to themselves)
         self.tangent = dict(tangent or {})   # primal statement -> tangent value (absent: zero)
         self.dual_cell = {}   # primal alloca -> tangent alloca
+        self.dual_stack = {}  # autodiff stack of an adjoint kernel -> the stack of its tangents
 
     def run(self, body):
         with building(self.out):
@@ -111,6 +112,19 @@ class TangentPass:
     def tangent_or_zero(self, value):
         tangent = self.tangent.get(value)
         return ops.const(0, value.dtype) if tangent is None else tangent
+
+    # --- autodiff stacks (an adjoint's loops): tangents ride a mirror stack ----------
+    def stmt_stack_push(self, s):
+        self.clone(s)
+        if s.args[0].dtype.is_float:
+            stack = self.dual_stack.setdefault(s.attrs['stack'], object())
+            self.emit('stack_push', [self.tangent_or_zero(s.args[0])], stack=stack)
+
+    def stmt_stack_pop(self, s):
+        self.clone(s)
+        if s.dtype.is_float:
+            stack = self.dual_stack.setdefault(s.attrs['stack'], object())
+            self.tangent[s] = self.emit('stack_pop', (), s.dtype, stack=stack)
 
     # --- fields --------------------------------------------------------------------
     def stmt_global_load(self, s):

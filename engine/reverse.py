@@ -14,13 +14,19 @@ fields with atomic adds:
   reverses one iteration;
 * a serial loop pushes the locals it modifies on a per-thread stack at each
   iteration; the reversed loop pops them, recomputes the iteration and
-  reverses it. Stacks grow on demand, so no stack size is ever configured.
+  reverses it. Stacks grow on demand, so no stack size is ever configured;
+* `break` and `continue` first become guard flags (engine/jumps.py), so that an
+  iteration is a tree of `if`s; a `while` loop, or a `for` that can break, counts
+  its iterations in the forward sweep and is reversed as a `for` over that count.
+  Its trip count is taken as constant, as in every AD system: a condition on a
+  float has no derivative.
 """
 from . import dtypes as T
 from . import ops
 from .errors import TaichiCompilationError
 from .fields import Field
 from .ir import Block, Builder, building, walk
+from .jumps import without_jumps
 
 _NO_ADJOINT = frozenset({'const', 'arg', 'loop_index', 'random', 'ndarray_shape', 'alloca'})
 
@@ -35,7 +41,7 @@ class AdStack:
 
 def adjoint(body):
     """The IR of the adjoint kernel of `body` (the primal kernel's IR)."""
-    return ReversePass().run(body)
+    return ReversePass().run(without_jumps(body))
 
 
 class ReversePass:
@@ -43,6 +49,7 @@ class ReversePass:
         self.out = Builder()
         self.scopes = [{}]            # primal statement -> its recomputed copy, per open block
         self.stash = {}               # primal statement -> local holding its value
+        self.cells = {}               # primal alloca -> its one copy, seen from every block
         self.adj = {}                 # primal statement -> adjoint cell (an alloca)
         self.home = []                # allocas to put first in the kernel or parallel body
         self.kernel_home = self.home
@@ -50,6 +57,7 @@ class ReversePass:
         self.in_parallel = False
         self.serial_scope = set()     # primal statements copied outside parallel loops
         self.stacks = {}              # primal serial loop -> (AdStack, carried allocas)
+        self.trips = {}               # primal loop with a run-time exit -> local counting its iterations
         self.stale = set()            # kernel-scope locals a parallel loop accumulated into
         self.snapshots = {}           # loop -> [(outer local, key of its value at loop start)]
 
@@ -84,6 +92,8 @@ class ReversePass:
                                            'used in a kernel that is differentiated (replaying the '
                                            'atomic would change the field)')
                 return value
+        if stmt in self.cells:
+            return self.cells[stmt]
         if stmt in self.stash:
             return self.emit('local_load', [self.stash[stmt]], stmt.dtype)
         raise self.error(stmt, f'internal autodiff error: no primal value for {stmt.op}')
@@ -109,9 +119,9 @@ class ReversePass:
 
     def forward_stmt(self, s, push):
         op = s.op
-        if op == 'for':
+        if op in ('for', 'while'):
             self.snapshot(s)
-            if s.attrs['parallel']:     # recomputed inside its adjoint loop, not here
+            if s.attrs.get('parallel'):     # recomputed inside its adjoint loop, not here
                 self.stale.update(t.args[0] for t in walk(s.attrs['body']) if t.op == 'local_atomic')
             else:
                 self.forward_loop(s, push)
@@ -128,8 +138,6 @@ class ReversePass:
                     self.forward(source, push)
             self.if_depth -= 1
             return
-        if op in ('while', 'break', 'continue'):
-            raise self.error(s, f'autodiff through `{op}` is not supported yet')
         if op == 'local_atomic':
             self.stale.add(s.args[0])
             return
@@ -138,6 +146,13 @@ class ReversePass:
                                 'accumulated into it; its gradient would need the loop replayed. '
                                 'Accumulate into a 0-D field instead, or split the kernel')
         if op in ('global_store', 'return'):
+            return
+        if op == 'alloca':
+            # One cell per local, hoisted: a local declared in a branch is also used by the
+            # reversed branch, and by loops replayed there (their pops and restores).
+            if s not in self.cells:
+                self.cells[s] = self.new_alloca(s.dtype)
+            self.bind(s, self.cells[s])
             return
         if op == 'atomic':
             if s.dtype.is_float and s.attrs['kind'] in ('min', 'max'):
@@ -165,19 +180,28 @@ class ReversePass:
             self.emit('local_store', [self.primal(cell), self.primal(key)])
 
     def forward_loop(self, s, push):
-        begin, end = (self.primal(a) for a in s.args)
         carried = carried_locals(s)
         stack = self.stacks.setdefault(s, (AdStack(), carried))[0]
+        trips = None
+        if push and (s.op == 'while' or 'exit' in s.attrs):
+            trips = self.trips[s] = self.new_alloca(T.i32)
+            self.emit('local_store', [trips, ops.const(0, T.i32)])
         body = Block()
-        index = ops.Value('loop_index', (), T.i32)
-        self.emit('for', [begin, end], body=body, index=index, parallel=False)
+        if s.op == 'while':
+            self.emit('while', (), body=body)
+        else:
+            index = ops.Value('loop_index', (), T.i32)
+            self.emit('for', [self.primal(a) for a in s.args], body=body, index=index, parallel=False)
         with self.open(body):
-            self.scopes[-1][s.attrs['index']] = index
+            if s.op == 'for':
+                self.scopes[-1][s.attrs['index']] = index
             if push:
                 for a in carried:
                     value = self.emit('local_load', [self.primal(a)], a.dtype)
                     self.emit('stack_push', [value], stack=stack)
-            self.forward(s.attrs['body'], push=False)
+                if trips is not None:
+                    self.emit('local_store', [trips, self.emit('local_load', [trips], T.i32) + 1])
+            self.forward(s.attrs['body'], push=False)       # with the exit test, if any
 
     # --- reverse sweep ------------------------------------------------------------
     def reverse(self, block):
@@ -213,20 +237,30 @@ class ReversePass:
     def reverse_for(self, s):
         if s.attrs['parallel']:
             return self.reverse_parallel_loop(s)
+        self.reverse_serial_loop(s)
+
+    def reverse_while(self, s):
+        self.reverse_serial_loop(s)
+
+    def reverse_serial_loop(self, s):
         stack, carried = self.stacks[s]
-        begin, end = (self.primal(a) for a in s.args)
+        begin, end = (self.primal(a) for a in s.args) if s.op == 'for' else (ops.const(0, T.i32), None)
+        if s in self.trips:         # the iterations that ran: [begin, begin + trips)
+            end = begin + self.emit('local_load', [self.trips[s]], T.i32)
         self.restore(s)
         body = Block()
         k = ops.Value('loop_index', (), T.i32)
         self.emit('for', [begin, end], body=body, index=k, parallel=False)
+        # Replayed iterations all run to their end: the exit test is left out.
+        iteration = Block([t for t in s.attrs['body'].stmts if t is not s.attrs.get('exit')])
         with self.open(body):
-            index = begin + end - 1 - k
-            self.scopes[-1][s.attrs['index']] = index
+            if s.op == 'for':
+                self.scopes[-1][s.attrs['index']] = begin + end - 1 - k
             for a in reversed(carried):
                 value = self.emit('stack_pop', (), a.dtype, stack=stack)
                 self.emit('local_store', [self.primal(a), value])
-            self.forward(s.attrs['body'], push=True)
-            self.reverse(s.attrs['body'])
+            self.forward(iteration, push=True)
+            self.reverse(iteration)
         self.restore(s)     # the state before the loop, for recomputations further back
 
     def reverse_parallel_loop(self, s):

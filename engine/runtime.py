@@ -125,7 +125,7 @@ class Program:
         if code == ERROR_ZERO_DIVISION:
             raise TaichiZeroDivisionError(f'kernel {kernel_name}: integer division or modulo by zero{where}')
         if code == ERROR_OUT_OF_MEMORY:
-            raise MemoryError(f'kernel {kernel_name}: out of memory for the autodiff stack of a serial loop')
+            raise MemoryError(f'kernel {kernel_name}: out of memory for the autodiff stack of a loop{where}')
         raise TaichiRuntimeError(f'kernel {kernel_name} reported error {code}')
 
 

@@ -2,7 +2,7 @@
 
 A generated program reads a = x[i], b = x[(i + 1) % n] and computes y[c, i]
 through locals that are mutated, branches, serial inner loops carrying locals,
-2-vectors and smooth math functions (domains kept safe: log and sqrt of
+bounded `while` loops, `break` and `continue` on data-dependent conditions, 2-vectors and smooth math functions (domains kept safe: log and sqrt of
 E*E + 1, exp of tanh). A generated kernel holds PROGRAMS_PER_KERNEL programs,
 one parallel loop each, so that one compilation checks many programs.
 """
@@ -27,10 +27,12 @@ def expression(draw, names, depth=2):
 
 
 @st.composite
-def statements(draw, names, indent, depth=2):
+def statements(draw, names, indent, depth=2, in_loop=False):
     lines = []
     for _ in range(draw(st.integers(1, 3))):
-        kind = draw(st.sampled_from(['assign', 'add', 'scale', 'if', 'loop'] if depth else ['assign', 'add', 'scale']))
+        kinds = ['assign', 'add', 'scale'] + (['if', 'loop', 'while'] if depth else []) + \
+            (['break', 'continue'] if in_loop else [])
+        kind = draw(st.sampled_from(kinds))
         pad = ' ' * indent
         if kind == 'assign':
             lines.append(f'{pad}v = {draw(expression(names))}')
@@ -40,13 +42,23 @@ def statements(draw, names, indent, depth=2):
             lines.append(f'{pad}v *= 0.5 + 0.25 * ti.tanh({draw(expression(names))})')
         elif kind == 'if':
             lines.append(f'{pad}if {draw(expression(names, 1))} > {draw(st.sampled_from(CONSTANTS))}:')
-            lines += draw(statements(names, indent + 4, depth - 1))
+            lines += draw(statements(names, indent + 4, depth - 1, in_loop))
             lines.append(f'{pad}else:')
-            lines += draw(statements(names, indent + 4, depth - 1))
-        else:
+            lines += draw(statements(names, indent + 4, depth - 1, in_loop))
+        elif kind in ('break', 'continue'):
+            lines.append(f'{pad}if {draw(expression(names, 1))} > {draw(st.sampled_from(CONSTANTS))}:')
+            lines.append(f'{pad}    {kind}')
+        elif kind == 'loop':
             lines.append(f'{pad}for j in range({draw(st.integers(1, 3))}):')
             lines.append(f'{pad}    u = ti.cast(j, ti.f64) * 0.3')
-            lines += draw(statements(names + ['u'], indent + 4, depth - 1))
+            lines += draw(statements(names + ['u'], indent + 4, depth - 1, True))
+        else:       # at most 3 trips, fewer if the condition on the data fails first
+            w = f'w{indent}'
+            lines.append(f'{pad}{w} = 0')
+            lines.append(f'{pad}while {w} < {draw(st.integers(1, 3))} and '
+                         f'{draw(expression(names, 1))} > {draw(st.sampled_from(CONSTANTS))}:')
+            lines.append(f'{pad}    {w} += 1')
+            lines += draw(statements(names, indent + 4, depth - 1, True))
     return lines
 
 

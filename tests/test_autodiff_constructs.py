@@ -295,6 +295,23 @@ def test_nested_serial_loops():
     fd_check(loss, [x, y], compute)
 
 
+def test_serial_loop_over_a_local_declared_in_a_branch():
+    """The reversed branch replays the loop: it needs the branch's local too."""
+    x, loss, _ = _scalar_setup()
+    set_field(x, np.linspace(-0.5, 0.8, N))
+
+    @ti.kernel
+    def compute():
+        for i in range(N):
+            if x[i] > 0:
+                t = 0.0
+                for _ in range(3):
+                    t += x[i] * t + x[i]
+                loss[None] += t
+
+    fd_check(loss, [x], compute)
+
+
 # --------------------------------------------------------------------------- stop_grad
 
 def test_stop_grad():
