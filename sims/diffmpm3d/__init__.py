@@ -23,9 +23,14 @@ scene, constants, dt and number of steps and halves the resolution: n_grid
 with `bound` 2 instead of 3 so that the floor layer and the walls sit where
 DiffTaichi's do (grid nodes at y <= 1/32; `--n-grid 64 --bound 3` is
 DiffTaichi's full-size scene). Measured on the shared 2-core development
-machine (float32, sine controller, steady state): about 1.8 s of CPU time per
-training iteration, TIMING. Without checkpointing the rollout keeps values
-and gradients of x, v, C, F for 512 slots: about 0.31 GB.
+machine (float32, sine controller, steady state): 1.7-1.8 s per training
+iteration with `--threads 1` (1.74 s of CPU time); with 2 threads 1.9-2.0 s
+wall (2.0 s of CPU time) while other jobs kept the second core busy; the
+kernels' work splits over the threads, so expect about 1-1.2 s on an idle
+machine. The first iteration adds 2-4 s of compilation. `--checkpoint
+32` adds a forward pass (2.3 s of CPU time per iteration). Without
+checkpointing the rollout keeps values and gradients of x, v, C, F for 512
+slots: about 0.31 GB.
 
 Training: DiffTaichi's plain gradient descent (learning rate 30) barely moves
 at the start, because the initial actuation (sine weights of 0.01) hardly
