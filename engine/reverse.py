@@ -55,6 +55,7 @@ class ReversePass:
         self.kernel_home = self.home
         self.if_depth = 0
         self.in_parallel = False
+        self.exclusive = frozenset()  # fields owned per iteration by the enclosing parallel loop
         self.serial_scope = set()     # primal statements copied outside parallel loops
         self.stacks = {}              # primal serial loop -> (AdStack, carried allocas)
         self.trips = {}               # primal loop with a run-time exit -> local counting its iterations
@@ -271,12 +272,14 @@ class ReversePass:
         self.emit('for', [begin, end], body=body, index=index, parallel=True)
         saved_home, saved_if = self.home, self.if_depth
         self.home, self.if_depth, self.in_parallel = [], 0, True
+        self.exclusive = _owned_fields(s)
         with self.open(body):
             self.scopes[-1][s.attrs['index']] = index
             self.forward(s.attrs['body'], push=True)
             self.reverse(s.attrs['body'])
         body.stmts[0:0] = self.home
         self.home, self.if_depth, self.in_parallel = saved_home, saved_if, False
+        self.exclusive = frozenset()
 
     def reverse_if(self, s):
         then_b, else_b = Block(), Block()
@@ -306,8 +309,10 @@ class ReversePass:
         if grad is None or s not in self.adj:
             return
         indices = [self.primal(a) for a in s.args]
+        # iterations of a parallel loop that own their elements add without atomics
         self.emit('atomic', indices + [self.load_adj(s)], s.dtype, target=grad,
-                  component=s.attrs['component'], kind='add')
+                  component=s.attrs['component'], kind='add',
+                  exclusive=s.attrs['target'] in self.exclusive)
 
     def reverse_global_store(self, s):
         self._reverse_write(s, 1)
@@ -384,6 +389,17 @@ def _zero_const(sink, dtype):
     if sink is not None:
         sink.append(stmt)
     return stmt
+
+
+def _owned_fields(loop):
+    """Fields that every iteration of a parallel loop reads only at elements indexed by the
+    loop index itself: no two iterations share an element, so the adjoint's adds into
+    their gradients need no atomics."""
+    index, owned, shared = loop.attrs['index'], set(), set()
+    for s in walk(loop.attrs['body']):
+        if s.op == 'global_load':
+            (owned if any(a is index for a in s.args) else shared).add(s.attrs["target"])
+    return frozenset(owned - shared)
 
 
 def _grad_of(target):

@@ -172,6 +172,19 @@ class KernelSummary:
         self.accesses = list(groups.values())
         self.reads = {f: stmt for f, kind, _, stmt in reversed(self.accesses) if kind == READ}
         self.writes = {f: stmt for f, kind, _, stmt in reversed(self.accesses) if kind != READ}
+        fields = list(self.reads) + list(self.writes)
+        self.program = fields[0].program if fields else None
+        self._flow = (None, None)
+
+    def gradient_flow(self):
+        """(writes a field with a gradient, names of the fields with one it reads, float
+        fields without one it writes), recomputed when a gradient has been placed since."""
+        epoch = self.program.grad_epoch if self.program is not None else 0
+        if self._flow[0] != epoch:
+            sources = ', '.join(f.name for f in self.reads if _has_grad(f))
+            self._flow = (epoch, (any(_has_grad(f) for f in self.writes), sources,
+                                  [f for f in self.writes if f.dtype.is_float and not _has_grad(f)]))
+        return self._flow[1]
 
 
 class LaunchChecker:
@@ -220,9 +233,16 @@ class LaunchChecker:
     def _check_gradient_flow(self, summary, kernel_name):
         """A field without a gradient between fields with one cuts the gradient: an error
         (the gradient would be silently zero), unless the reader's outputs have none either."""
-        differentiable = [f for f in summary.writes if _has_grad(f)]
+        differentiable, sources, plain_writes = summary.gradient_flow()
+        if self.cut and differentiable:
+            self._check_cut(summary, kernel_name)
+        if sources:
+            for field in plain_writes:
+                self.cut[field] = (kernel_name, sources)
+
+    def _check_cut(self, summary, kernel_name):
         for field, stmt in summary.reads.items():
-            if field in self.cut and differentiable:
+            if field in self.cut:
                 writer, sources = self.cut[field]
                 raise AutodiffRuleError(
                     f'the gradient would be lost: kernel {writer} writes field {field.name} from '
@@ -230,11 +250,6 @@ class LaunchChecker:
                     f'{field.name} has no gradient. Declare it with needs_grad=True (or place '
                     f'{field.name}.grad); if it is meant as a constant, compute it before the tape '
                     f'or in a ti.ad.no_grad kernel', stmt.loc)
-        sources = [f.name for f in summary.reads if _has_grad(f)]
-        if sources:
-            for field in summary.writes:
-                if field.dtype.is_float and not _has_grad(field):
-                    self.cut[field] = (kernel_name, ', '.join(sources))
 
 
 def _has_grad(field):

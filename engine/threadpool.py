@@ -196,8 +196,8 @@ entry:
   %nm1 = sub i64 %n, 1
   %q = sdiv i64 %nm1, %parts
   %even = add i64 %q, 1                       ; ceil(n / parts), n >= 1
-  %big = icmp sgt i64 %grain, %even
-  %chunk = select i1 %big, i64 %grain, i64 %even
+  %small = icmp sge i64 %grain, %n             ; below the grain waking the pool does not pay
+  %chunk = select i1 %small, i64 %n, i64 %even
   %q2 = sdiv i64 %nm1, %chunk
   %nchunks = add i64 %q2, 1
   %several = icmp sgt i64 %nchunks, 1

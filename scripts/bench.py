@@ -1,18 +1,28 @@
-"""Benchmarks: launch overhead, throughput against numpy, compile time, and seconds per
-training iteration (forward + backward + update) of every simulator.
+"""Benchmarks: launch overhead (from Python and in native replay), throughput against
+numpy, compile time, and for every simulator: compile time cold (empty disk cache) and
+warm (kernels from the cache), start-up time, seconds per training iteration (forward +
+backward + update) with 1 and with 2 threads.
 
-Usage: python scripts/bench.py [--json bench.json] [--threads N] [--sims a,b | --sims none] [--quick]
-Prints a table and writes the numbers as JSON. Timings are medians of repeats.
+Usage: python scripts/bench.py [--json bench.json] [--sims a,b | --sims none] [--quick]
+Prints a table and writes the numbers as JSON. Timings are medians of repeats. Each
+simulator runs in fresh processes (cold cache, warm cache at 2 threads, warm at 1 thread).
 """
 import argparse
 import json
+import os
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
 
-import numpy as np
+_STARTED = time.perf_counter()
+import numpy as np  # noqa: E402
 
-import engine as ti
-from engine import kernels as kernel_module
+import engine as ti  # noqa: E402
+from engine import kernels as kernel_module  # noqa: E402
+
+_ENGINE_IMPORT_S = time.perf_counter() - _STARTED
 
 
 def best_of(fn, repeats=5, number=1):
@@ -49,6 +59,27 @@ def bench_adjoint_launch():
     tiny(1.0)
     tiny.grad(1.0)
     return {'adjoint_launch_us': best_of(lambda: tiny.grad(1.0), repeats=7, number=20000) * 1e6}
+
+
+def bench_replay_launch(n=20000):
+    """Per launch of a tiny kernel: a tape's backward pass replayed natively, and a
+    captured forward pass replayed natively (no Python between the kernels)."""
+    x = ti.field(ti.f32, shape=16, needs_grad=True)
+    y = ti.field(ti.f32, shape=16, needs_grad=True)
+
+    @ti.kernel
+    def tiny(scale: ti.f32):
+        for i in range(4):
+            y[i] += x[i] * scale
+
+    rollout = ti.capture(lambda: [tiny(1.0) for _ in range(n)] and None)
+    rollout()
+    tape = ti.ad.Tape(validation=False)
+    with tape:
+        rollout()
+    tape.grad()
+    return {'replay_backward_launch_us': best_of(tape.grad, repeats=7) / n * 1e6,
+            'replay_forward_launch_us': best_of(rollout, repeats=7) / n * 1e6}
 
 
 def bench_p2g_adjoint_compile():
@@ -191,41 +222,70 @@ def bench_compile():
     return {'compile_50_line_s': best_of(compile_once, repeats=3)}
 
 
-def bench_simulator(name, threads=None, quick=False, iterations=3):
-    """First iteration (includes compiling) and the median of the next ones."""
+def run_simulator(name, threads, quick, cache_dir, iterations=3):
+    """In this process: start-up, first iteration, compile time, steady iterations."""
+    start = time.perf_counter()
     import sims
     from sims import optimizers
     sim_class = sims.load(name)
+    imported = time.perf_counter()
+    os.environ['ENGINE_CACHE_DIR'] = cache_dir      # read by the ti.init that create() calls
     sim = sim_class.create(quick=quick, threads=threads)
+    created = time.perf_counter()
     optimizer = optimizers.make(sim.cfg.optimizer, sim.parameters(), lr=sim.cfg.lr, clip=sim.cfg.clip)
 
     def iteration():
         sim.loss_and_grad()
         optimizer.step()
 
-    start = time.perf_counter()
+    before = time.perf_counter()
     iteration()
-    first = time.perf_counter() - start
-    return {f'{name}_first_iter_s': first, f'{name}_iter_s': best_of(iteration, repeats=iterations)}
+    first = time.perf_counter() - before
+    return dict(import_s=_ENGINE_IMPORT_S + imported - start, create_s=created - imported, first_iter_s=first,
+                compile_s=kernel_module.compile_seconds, compiled=kernel_module.compile_count,
+                iter_s=best_of(iteration, repeats=iterations))
+
+
+def bench_simulator(name, quick):
+    """Cold (empty cache, 2 threads), warm (2 threads) and warm with 1 thread, each in a
+    fresh process."""
+    with tempfile.TemporaryDirectory() as cache_dir:
+        runs = {}
+        for label, threads in (('cold', 2), ('warm', 2), ('warm1', 1)):
+            command = [sys.executable, __file__, '--worker', name, '--threads', str(threads),
+                       '--cache', cache_dir] + (['--quick'] if quick else [])
+            out = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+            runs[label] = json.loads(out.strip().splitlines()[-1])
+    cold, warm, single = runs['cold'], runs['warm'], runs['warm1']
+    return {f'{name}_compile_cold_s': cold['compile_s'], f'{name}_compile_warm_s': warm['compile_s'],
+            f'{name}_kernels_compiled_warm': warm['compiled'],
+            f'{name}_warm_ready_s': warm['import_s'] + warm['create_s'] + warm['compile_s'],
+            f'{name}_first_iter_cold_s': cold['first_iter_s'],
+            f'{name}_iter_s_1thread': single['iter_s'], f'{name}_iter_s_2threads': warm['iter_s'],
+            f'{name}_speedup_2threads': single['iter_s'] / warm['iter_s']}
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument('--json', default='bench.json')
-    parser.add_argument('--threads', type=int, default=None)
     parser.add_argument('--sims', default='all', help='comma-separated simulator names, all, or none')
     parser.add_argument('--quick', action='store_true', help='simulators in their --quick configuration')
+    parser.add_argument('--worker', help=argparse.SUPPRESS)
+    parser.add_argument('--threads', type=int, default=None, help=argparse.SUPPRESS)
+    parser.add_argument('--cache', help=argparse.SUPPRESS)
     args = parser.parse_args()
-    ti.init(cpu_max_num_threads=args.threads)
+    if args.worker:
+        print(json.dumps(run_simulator(args.worker, args.threads, args.quick, args.cache)))
+        return
+    ti.init()
     results = {}
-    for bench in (bench_launch, bench_adjoint_launch, bench_elementwise, bench_compile,
-                  bench_p2g_adjoint_compile):
+    for bench in (bench_launch, bench_adjoint_launch, bench_replay_launch, bench_elementwise,
+                  bench_compile, bench_p2g_adjoint_compile):
         results.update(bench())
-    results['kernels_compiled'] = kernel_module.compile_count
     import sims
     chosen = sims.names() if args.sims == 'all' else [] if args.sims == 'none' else args.sims.split(',')
     for name in chosen:
-        results.update(bench_simulator(name, args.threads, args.quick))
+        results.update(bench_simulator(name, args.quick))
     width = max(map(len, results))
     print(f'{"benchmark":<{width}}  value')
     for name, value in results.items():

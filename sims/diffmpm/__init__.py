@@ -238,9 +238,11 @@ class DiffMPM(Simulation):
 
         grid_box = self.grid_box
 
+        boxes = self.boxes = {}     # step -> grid box, so that the backward pass reuses it
+
         @ti.ad.grad_replaced
         def substep(s, t):
-            box = grid_box(s)
+            box = boxes[t] = grid_box(s)
             clear_grid(*box)
             p2g(s, t)
             grid_op(*box)
@@ -248,7 +250,7 @@ class DiffMPM(Simulation):
 
         @ti.ad.grad_for(substep)
         def substep_grad(s, t):
-            box = grid_box(s)
+            box = boxes.pop(t, None) or grid_box(s)
             clear_grid_and_grads(*box)   # the grid is scratch: rebuild this step's grid ...
             p2g(s, t)
             grid_op(*box)
