@@ -37,7 +37,8 @@ class KernelModule:
         self.realloc = llir.Function(self.module, llir.FunctionType(I8P, [I8P, I64]), name='realloc')
         self.free = llir.Function(self.module, llir.FunctionType(llir.VoidType(), [I8P]), name='free')
         self.parallel_for = llir.Function(
-            self.module, llir.FunctionType(llir.VoidType(), [TASK_TYPE.as_pointer(), I8P, I64, I64, I64]),
+            self.module, llir.FunctionType(llir.VoidType(), [TASK_TYPE.as_pointer(), I8P, I64, I64, I64,
+                                                            I64.as_pointer()]),
             name='engine_parallel_for')
 
     @property
@@ -412,8 +413,12 @@ class FunctionEmitter:
         for k, v in enumerate([self.fields, self.args, self.rt] + captures):
             b.store(v, b.gep(closure, [I32(0), I32(k)]))
         begin, end = (b.sext(self.values[a], I64) for a in s.args)
-        grain = I64(_grain(s))
-        b.call(self.km.parallel_for, [task, b.bitcast(closure, I8P), begin, end, grain])
+        # the pool measures the loop's cost per iteration in `site` (engine/threadpool.py)
+        site_type = llir.ArrayType(I64, 2)
+        site = llir.GlobalVariable(self.km.module, site_type, name=f'{task.name}_site')
+        site.linkage, site.initializer = 'internal', site_type([I64(0), I64(0)])
+        b.call(self.km.parallel_for, [task, b.bitcast(closure, I8P), begin, end, I64(1),
+                                      b.bitcast(site, I64.as_pointer())])
 
         inner = FunctionEmitter(self.km, task, None, None, None, in_task=True)
         closure_arg, lo, hi = task.args
@@ -457,30 +462,6 @@ def captured_values(loop):
                 seen.add(a)
                 out.append(a)
     return out
-
-
-def _grain(loop):
-    """Iterations below which a parallel loop runs inline: waking the pool costs about as
-    much as 60,000 simple statements (measured: MPM grid updates of ~1,500 cells gain from
-    two threads, an MLP layer's adjoint over 32 units does not)."""
-    return max(1, 60000 // max(_cost(loop.attrs['body']), 1))
-
-
-def _cost(block):
-    """Statements an iteration runs, roughly: an inner loop counts as 16 iterations at
-    most (a constant trip count below that as itself), so small kernels stay inline."""
-    cost = 0
-    for s in block.stmts:
-        if s.op in ('for', 'while'):
-            bounds = s.args if s.op == 'for' else ()
-            trips = (bounds[1].attrs['value'] - bounds[0].attrs['value']
-                     if bounds and all(b.op == 'const' for b in bounds) else 16)
-            cost += 1 + min(max(trips, 1), 16) * _cost(s.attrs['body'])
-        elif s.op == 'if':
-            cost += 1 + max(_cost(s.attrs['then']), _cost(s.attrs['else']))
-        else:
-            cost += 1
-    return cost
 
 
 def generate(name, body, ret_offset=None, debug=False, program=None):

@@ -3,9 +3,17 @@
 The runtime is one LLVM IR module loaded into the JIT; it exports
 
     void engine_parallel_for(void (*task)(i8*, i64, i64), i8* closure,
-                             i64 begin, i64 end, i64 grain)
+                             i64 begin, i64 end, i64 grain, i64* site)
 
 which kernels call directly, so no Python runs while a loop executes.
+
+Which loops go to the pool is measured, not guessed: each parallel loop of a
+kernel has a `site` (two words: its cost per iteration in cycle counter ticks
+times 256, from the last time it ran inline, and a call count). A loop runs
+inline (and is timed) while its estimated work is below what waking the pool
+costs (~20 us); above that it is split, except every 1024th call, which is timed
+inline again. Loops of `grain` iterations or fewer always run inline; a null
+site means "split whenever above the grain".
 
 Protocol (all shared words are LLVM atomics):
 - `busy` is a try-lock owned by the one call that runs on the pool. A call
@@ -29,6 +37,7 @@ Protocol (all shared words are LLVM atomics):
 import ctypes
 import os
 import threading
+import time
 
 import llvmlite.binding as llvm
 
@@ -39,7 +48,7 @@ from . import jit
 _SYS_FUTEX = {'x86_64': 202, 'aarch64': 98}
 
 _INLINE_ONLY_IR = """
-define void @engine_parallel_for(ptr %task, ptr %closure, i64 %begin, i64 %end, i64 %grain) {
+define void @engine_parallel_for(ptr %task, ptr %closure, i64 %begin, i64 %end, i64 %grain, ptr %site) {
   tail call void %task(ptr %closure, i64 %begin, i64 %end)
   ret void
 }
@@ -72,6 +81,8 @@ _POOL_IR = """
 @job_nchunks = internal global i64 0
 
 declare i64 @syscall(i64, ...)
+declare i64 @llvm.readcyclecounter()
+declare i64 @llvm.umin.i64(i64, i64)
 declare i32 @sched_yield()
 declare i32 @pthread_create(ptr, ptr, ptr, ptr)
 declare i32 @pthread_detach(i64)
@@ -281,13 +292,47 @@ release:
   ret void
 }}
 
-define void @engine_parallel_for(ptr %task, ptr %closure, i64 %begin, i64 %end, i64 %grain) {{
+define void @engine_parallel_for(ptr %task, ptr %closure, i64 %begin, i64 %end, i64 %grain, ptr %site) {{
 entry:
   %n = sub i64 %end, %begin
   %small = icmp sle i64 %n, %grain
-  br i1 %small, label %inline, label %single
+  br i1 %small, label %inline, label %sized
 inline:
   tail call void %task(ptr %closure, i64 %begin, i64 %end)
+  ret void
+sized:
+  %adaptive = icmp ne ptr %site, null
+  br i1 %adaptive, label %estimate, label %single
+estimate:
+  ; ticks per 256 iterations when it last ran inline (0: never measured)
+  %per = load atomic i64, ptr %site monotonic, align 8
+  %work = mul i64 %per, %n
+  %cheap = icmp ult i64 %work, {min_parallel_work}
+  br i1 %cheap, label %measure, label %recheck
+recheck:
+  ; every 1024th call of an expensive loop runs inline again: a first measurement
+  ; inflated by cold caches must not send a cheap loop to the pool for good
+  %calls_at = getelementptr i64, ptr %site, i64 1
+  %calls = atomicrmw add ptr %calls_at, i64 1 monotonic
+  %turn = and i64 %calls, 1023
+  %due = icmp eq i64 %turn, 1023
+  br i1 %due, label %measure, label %single
+measure:
+  %t0 = call i64 @llvm.readcyclecounter()
+  call void %task(ptr %closure, i64 %begin, i64 %end)
+  %t1 = call i64 @llvm.readcyclecounter()
+  %dt = sub i64 %t1, %t0
+  %scaled = shl i64 %dt, 8
+  %q = udiv i64 %scaled, %n
+  %zero = icmp eq i64 %q, 0
+  %q1 = select i1 %zero, i64 1, i64 %q
+  ; a cost may at most double per measurement (one preempted run must not send a
+  ; cheap loop to the pool); the first measurement and decreases count in full
+  %first = icmp eq i64 %per, 0
+  %twice = shl i64 %per, 1
+  %capped = call i64 @llvm.umin.i64(i64 %q1, i64 %twice)
+  %new = select i1 %first, i64 %q1, i64 %capped
+  store atomic i64 %new, ptr %site monotonic, align 8
   ret void
 single:
   %workers = load atomic i32, ptr @limit monotonic, align 4
@@ -390,7 +435,22 @@ def _runtime_ir() -> str:
     else:
         relax_decl, relax_call, spin = '', '%y = call i32 @sched_yield()', 50
     return _POOL_IR.format(relax_decl=relax_decl, relax_call=relax_call, spin=spin,
-                           sys_futex=_SYS_FUTEX[arch], chunks_per_thread=4)
+                           sys_futex=_SYS_FUTEX[arch], chunks_per_thread=4,
+                           min_parallel_work=int(_ticks_per_us() * PARALLEL_MIN_US * 256))
+
+
+PARALLEL_MIN_US = 10      # a loop is split when it would take longer than this inline
+
+
+def _ticks_per_us():
+    """The cycle counter's rate, measured over a few milliseconds."""
+    ir = ('declare i64 @llvm.readcyclecounter()\n'
+          'define i64 @engine_ticks() {\n  %t = call i64 @llvm.readcyclecounter()\n  ret i64 %t\n}\n')
+    ticks = jit.cfunc(jit.load_object(jit.compile_ir(ir), ['engine_ticks'])['engine_ticks'], ctypes.c_int64)
+    start, t0 = time.perf_counter(), ticks()
+    time.sleep(0.003)
+    rate = (ticks() - t0) / ((time.perf_counter() - start) * 1e6)
+    return max(rate, 1.0)
 
 
 _lock = threading.Lock()

@@ -12,7 +12,7 @@ import pytest
 from engine import jit, threadpool
 
 TASKS_IR = """
-declare void @engine_parallel_for(ptr, ptr, i64, i64, i64)
+declare void @engine_parallel_for(ptr, ptr, i64, i64, i64, ptr)
 declare i64 @pthread_self()
 
 ; counts[i] += 1 (i32, atomically) for i in [begin, end)
@@ -83,7 +83,7 @@ loop:
   store i64 %t, ptr %p
   %base = mul i64 %i, 64
   %slots = getelementptr i64, ptr %inner, i64 %base
-  call void @engine_parallel_for(ptr @tid_task, ptr %slots, i64 0, i64 64, i64 0)
+  call void @engine_parallel_for(ptr @tid_task, ptr %slots, i64 0, i64 64, i64 0, ptr null)
   %i1 = add i64 %i, 1
   %more = icmp slt i64 %i1, %end
   br i1 %more, label %loop, label %done
@@ -132,7 +132,7 @@ entry:
   br i1 %none, label %done, label %loop
 loop:
   %c = phi i64 [ 0, %entry ], [ %c1, %loop ]
-  call void @engine_parallel_for(ptr @count_task, ptr %counts, i64 0, i64 %n, i64 %grain)
+  call void @engine_parallel_for(ptr @count_task, ptr %counts, i64 0, i64 %n, i64 %grain, ptr null)
   %c1 = add i64 %c, 1
   %more = icmp slt i64 %c1, %calls
   br i1 %more, label %loop, label %done
