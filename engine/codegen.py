@@ -414,9 +414,9 @@ class FunctionEmitter:
             b.store(v, b.gep(closure, [I32(0), I32(k)]))
         begin, end = (b.sext(self.values[a], I64) for a in s.args)
         # the pool measures the loop's cost per iteration in `site` (engine/threadpool.py)
-        site_type = llir.ArrayType(I64, 2)
+        site_type = llir.ArrayType(I64, 3)
         site = llir.GlobalVariable(self.km.module, site_type, name=f'{task.name}_site')
-        site.linkage, site.initializer = 'internal', site_type([I64(0), I64(0)])
+        site.linkage, site.initializer = 'internal', site_type([I64(0)] * 3)
         b.call(self.km.parallel_for, [task, b.bitcast(closure, I8P), begin, end, I64(1),
                                       b.bitcast(site, I64.as_pointer())])
 

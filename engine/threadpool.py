@@ -8,8 +8,9 @@ The runtime is one LLVM IR module loaded into the JIT; it exports
 which kernels call directly, so no Python runs while a loop executes.
 
 Which loops go to the pool is measured, not guessed: each parallel loop of a
-kernel has a `site` (two words: its cost per iteration in cycle counter ticks
-times 256, from the last time it ran inline, and a call count). A loop runs
+kernel has a `site` (three words: its cost per iteration in cycle counter
+ticks times 256, the smaller of its last two inline runs; a call count; the
+last run's cost). A loop runs
 inline (and is timed) while its estimated work is below what waking the pool
 costs (~20 us); above that it is split, except every 1024th call, which is timed
 inline again. Loops of `grain` iterations or fewer always run inline; a null
@@ -326,12 +327,12 @@ measure:
   %q = udiv i64 %scaled, %n
   %zero = icmp eq i64 %q, 0
   %q1 = select i1 %zero, i64 1, i64 %q
-  ; a cost may at most double per measurement (one preempted run must not send a
-  ; cheap loop to the pool); the first measurement and decreases count in full
-  %first = icmp eq i64 %per, 0
-  %twice = shl i64 %per, 1
-  %capped = call i64 @llvm.umin.i64(i64 %q1, i64 %twice)
-  %new = select i1 %first, i64 %q1, i64 %capped
+  ; the estimate is the smaller of the last two measurements: one preempted run
+  ; must not send a cheap loop to the pool (0 until two runs were timed)
+  %last_at = getelementptr i64, ptr %site, i64 2
+  %last = load atomic i64, ptr %last_at monotonic, align 8
+  store atomic i64 %q1, ptr %last_at monotonic, align 8
+  %new = call i64 @llvm.umin.i64(i64 %q1, i64 %last)
   store atomic i64 %new, ptr %site monotonic, align 8
   ret void
 single:

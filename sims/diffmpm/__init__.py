@@ -281,12 +281,13 @@ class DiffMPM(Simulation):
     def grid_box(self, slot):
         """(i0, i1, j0, j1): the cells that the B-spline stencils of the particles in
         `slot` cover (base .. base + 2 per axis), with one cell of margin for rounding."""
-        xs, n_grid = self.x.data[slot], self.cfg.n_grid
+        n_grid, xs = self.cfg.n_grid, self.x.data[slot]
+        columns = np.ascontiguousarray(xs.T)            # contiguous rows reduce fastest
+        lows, highs = columns.min(axis=1).tolist(), columns.max(axis=1).tolist()
         box = []
-        for axis in (0, 1):
-            column = xs[:, axis]
-            lo = int(np.floor(float(column.min()) * n_grid - 0.5)) - 1
-            hi = int(np.floor(float(column.max()) * n_grid - 0.5)) + 4
+        for low, high in zip(lows, highs):
+            lo = int(np.floor(low * n_grid - 0.5)) - 1
+            hi = int(np.floor(high * n_grid - 0.5)) + 4
             box += [min(max(lo, 0), n_grid), min(max(hi, 0), n_grid)]
         return box
 
