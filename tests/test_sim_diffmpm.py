@@ -12,6 +12,7 @@ import imageio.v2 as imageio
 import numpy as np
 import pytest
 
+import engine as ti
 from engine import runtime
 from scripts.diffmpm_memory import peak_memory
 from sim_helpers import check_simulation_gradient
@@ -134,3 +135,16 @@ def test_checkpointing_cuts_peak_memory_of_the_full_scene():
     state_bytes = 1024 * 2976 * (2 + 2 + 4 + 4) * 4          # x, v, C, F in f32
     assert plain > 2 * state_bytes                         # values and gradients
     assert plain >= 4 * checkpointed, (plain, checkpointed)
+
+
+def test_rollout_gradient_report_on_the_robot():
+    """ti.ad.rollout_report over the particle positions of a (short) diffmpm rollout: one
+    norm per time slot, finite, growing backwards at a moderate rate."""
+    sim = DiffMPM.create(quick=True, steps=60)
+    sim.loss_and_grad()
+    report = ti.ad.rollout_report(sim.x)
+    assert len(report.norms) == 60 and report.first_non_finite is None and not report.exploding
+    assert report.norms[-1] > 0 and np.all(report.norms > 0)
+    assert 0.5 < report.growth_per_step() < 2.0
+    text = str(report)
+    assert 'rollout gradient report for' in text and 'step     59' in text
