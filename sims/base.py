@@ -85,6 +85,18 @@ class Simulation:
         raise NotImplementedError
 
     # --- shared -------------------------------------------------------------------
+    observe_initial = None      # a controlled simulator's kernel writing the observation at t = 0
+
+    def run_controlled(self):
+        """A controlled rollout: the observation at 0, then for each step the controller's
+        actuation at t and `step_kernel(t)`, which advances t to t + 1."""
+        if self.observe_initial is not None:
+            self.observe_initial()
+        compute, step = self.controller.compute, self.step_kernel
+        for t in range(self.cfg.steps - 1):
+            compute(t)
+            step(t)
+
     def loss_and_grad(self):
         """Run forward() on a tape; returns the loss, leaves d loss / d param in param.grad."""
         with ti.ad.Tape(self.loss):

@@ -30,7 +30,7 @@ import numpy as np
 
 import controllers
 import engine as ti
-from sims.base import Simulation
+from sims.mpm import MPMRobot
 from sims.checkpointing import CheckpointedRollout
 from sims.render import Canvas, color_map
 
@@ -62,7 +62,7 @@ def robot_scene(n_grid):
     return np.concatenate(positions), actuator_ids, int(actuator_ids.max()) + 1
 
 
-class DiffMPM(Simulation):
+class DiffMPM(MPMRobot):
     """DiffMPM: an MLS-MPM soft robot learns to walk right."""
     name = 'diffmpm'
     defaults = dict(steps=1024, n_grid=128, dt=1e-3, E=10.0, p_vol=1.0, gravity=3.8,
@@ -71,7 +71,6 @@ class DiffMPM(Simulation):
                     checkpoint=0, frames=80,
                     iters=10, optimizer='gd', lr=0.1, clip=None)
     quick = dict(steps=160, n_grid=64, iters=4, lr=10.0, frames=20)
-    capture_forward = False     # each step's grid box is computed from the particles in Python
 
     # ------------------------------------------------------------------ build
     def build(self):
@@ -104,7 +103,6 @@ class DiffMPM(Simulation):
         if c.checkpoint:
             self.rollout = CheckpointedRollout([self.x, self.v, self.C, self.F], self.step,
                                                self.n_advance, c.checkpoint)
-        self._capture = None   # {step: None} filled by step() while rendering
 
     def _define_kernels(self):
         c = self.cfg
@@ -278,60 +276,12 @@ class DiffMPM(Simulation):
         self.C.data[0] = 0
         self.F.data[0] = np.eye(2)
 
-    def grid_box(self, slot):
-        """(i0, i1, j0, j1): the cells that the B-spline stencils of the particles in
-        `slot` cover (base .. base + 2 per axis), with one cell of margin for rounding."""
-        n_grid, xs = self.cfg.n_grid, self.x.data[slot]
-        columns = np.ascontiguousarray(xs.T)            # contiguous rows reduce fastest
-        lows, highs = columns.min(axis=1).tolist(), columns.max(axis=1).tolist()
-        box = []
-        for low, high in zip(lows, highs):
-            lo = int(np.floor(low * n_grid - 0.5)) - 1
-            hi = int(np.floor(high * n_grid - 0.5)) + 4
-            box += [min(max(lo, 0), n_grid), min(max(hi, 0), n_grid)]
-        return box
-
-    def step(self, slot, t):
-        """Advance the state from `slot` to `slot + 1` at global step t."""
-        if self.controller.uses_observation:
-            self.controller.observation.data[t] = 0
-            self.observe(slot, t)
-        self.controller.compute(t)
-        self.substep(slot, t)
-        if self._capture is not None and t + 1 in self._capture:
-            self._capture[t + 1] = self.x.data[slot + 1].copy()
-
-    def forward(self):
-        if self.rollout is not None:
-            self._set_initial_state()
-            final = self.rollout.forward()
-        else:
-            for t in range(self.n_advance):
-                self.step(t, t)
-            final = self.n_advance
-        self.compute_loss(final)
-
-    def loss_and_grad(self):
-        if self.rollout is None:
-            return super().loss_and_grad()
-        ti.ad.clear_all_gradients()
-        self._set_initial_state()
-        final = self.rollout.forward()
-        with ti.ad.Tape(self.loss, clear_gradients=False):
-            self.compute_loss(final)
-        self.rollout.backward()
-        return float(self.loss[None])
-
     # ------------------------------------------------------------------ rendering
     def render_frames(self):
         c = self.cfg
         stride = max(1, self.n_advance // max(1, c.frames))
         times = list(range(0, self.n_advance + 1, stride))
-        self._capture = dict.fromkeys(times)
-        try:
-            self.evaluate()
-        finally:
-            captured, self._capture = self._capture, None
+        captured = self.positions_at(times)
         captured[0] = self.scene_x
         actuation = self.controller.actuation.to_numpy()
         ids = self.scene_actuators

@@ -63,7 +63,7 @@ import numpy as np
 
 import controllers
 import engine as ti
-from sims.base import Simulation
+from sims.mpm import MPMRobot
 from sims.checkpointing import CheckpointedRollout
 from sims.render import Canvas, color_map
 
@@ -103,7 +103,7 @@ def robot_scene(n_grid, density=3):
     return np.concatenate(positions), actuator_ids, int(actuator_ids.max()) + 1
 
 
-class DiffMPM3D(Simulation):
+class DiffMPM3D(MPMRobot):
     """DiffMPM3D: a 3D MLS-MPM soft robot learns to walk along +x."""
     name = 'diffmpm3d'
     defaults = dict(steps=512, n_grid=32, density=3, dt=2e-3, E=10.0, p_vol=1.0, gravity=10.0,
@@ -112,7 +112,6 @@ class DiffMPM3D(Simulation):
                     checkpoint=0, frames=64,
                     iters=10, optimizer='adam', lr=0.1, clip=None)
     quick = dict(steps=128, density=2, iters=4, lr=0.3, frames=16)
-    capture_forward = False     # each step's grid box is computed from the particles in Python
 
     # ------------------------------------------------------------------ build
     def build(self):
@@ -146,7 +145,6 @@ class DiffMPM3D(Simulation):
         if c.checkpoint:
             self.rollout = CheckpointedRollout([self.x, self.v, self.C, self.F], self.step,
                                                self.n_advance, c.checkpoint)
-        self._capture = None   # {step: None} filled by step() while rendering
 
     def _define_kernels(self):
         c = self.cfg
@@ -346,49 +344,6 @@ class DiffMPM3D(Simulation):
         self.C.data[0] = 0
         self.F.data[0] = np.eye(3)
 
-    def grid_box(self, slot):
-        """(i0, i1, j0, j1, k0, k1): the cells that the B-spline stencils of the particles
-        in `slot` cover (base .. base + 2 per axis), with one cell of margin for rounding."""
-        n_grid = self.cfg.n_grid
-        columns = np.ascontiguousarray(self.x.data[slot].T)     # (3, n): fast reductions
-        lo = np.floor(columns.min(axis=1).astype(np.float64) * n_grid - 0.5).astype(int) - 1
-        hi = np.floor(columns.max(axis=1).astype(np.float64) * n_grid - 0.5).astype(int) + 4
-        box = []
-        for axis in range(3):
-            box += [min(max(int(lo[axis]), 0), n_grid), min(max(int(hi[axis]), 0), n_grid)]
-        return box
-
-    def step(self, slot, t):
-        """Advance the state from `slot` to `slot + 1` at global step t."""
-        if self.controller.uses_observation:
-            self.controller.observation.data[t] = 0
-            self.observe(slot, t)
-        self.controller.compute(t)
-        self.substep(slot, t)
-        if self._capture is not None and t + 1 in self._capture:
-            self._capture[t + 1] = self.x.data[slot + 1].copy()
-
-    def forward(self):
-        if self.rollout is not None:
-            self._set_initial_state()
-            final = self.rollout.forward()
-        else:
-            for t in range(self.n_advance):
-                self.step(t, t)
-            final = self.n_advance
-        self.compute_loss(final)
-
-    def loss_and_grad(self):
-        if self.rollout is None:
-            return super().loss_and_grad()
-        ti.ad.clear_all_gradients()
-        self._set_initial_state()
-        final = self.rollout.forward()
-        with ti.ad.Tape(self.loss, clear_gradients=False):
-            self.compute_loss(final)
-        self.rollout.backward()
-        return float(self.loss[None])
-
     # ------------------------------------------------------------------ rendering
     def render_frames(self):
         """Two orthographic views of each frame at the same scale: the side (x right, y up,
@@ -398,11 +353,7 @@ class DiffMPM3D(Simulation):
         c = self.cfg
         stride = max(1, self.n_advance // max(1, c.frames))
         times = list(range(0, self.n_advance + 1, stride))
-        self._capture = dict.fromkeys(times)
-        try:
-            self.evaluate()
-        finally:
-            captured, self._capture = self._capture, None
+        captured = self.positions_at(times)
         captured[0] = self.scene_x
         actuation = self.controller.actuation.to_numpy()
         ids = self.scene_actuators

@@ -147,12 +147,7 @@ class Electric(Simulation):
         self.controller.initialize(rng)
 
     def forward(self):
-        if self.observe_initial is not None:
-            self.observe_initial()
-        compute, step = self.controller.compute, self.step_kernel
-        for t in range(self.cfg.steps - 1):
-            compute(t)
-            step(t)
+        self.run_controlled()
 
     def render_frames(self, frames=80, size=384):
         self.evaluate()

@@ -253,11 +253,7 @@ class FEM(Simulation):
 
     def forward(self):
         zero_fields(self.f)
-        self.observe_initial()
-        compute, step = self.controller.compute, self.step_kernel
-        for t in range(self.cfg.steps - 1):
-            compute(t)
-            step(t)
+        self.run_controlled()
         self.compute_loss()
 
     # --- the forces three ways (tests) --------------------------------------------

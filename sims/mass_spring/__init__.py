@@ -240,17 +240,11 @@ class MassSpring(Simulation):
 
     def forward(self):
         zero_fields(self.v_inc)      # the spring impulses accumulate with atomic adds
-        step = self.step_kernel
         if self.controller is None:
             for t in range(self.cfg.steps - 1):
-                step(t)
+                self.step_kernel(t)
         else:
-            if self.observe_initial is not None:
-                self.observe_initial()
-            compute = self.controller.compute
-            for t in range(self.cfg.steps - 1):
-                compute(t)
-                step(t)
+            self.run_controlled()
         self.compute_loss()
 
     # --- rendering ----------------------------------------------------------------

@@ -302,12 +302,7 @@ class RigidBody(Simulation):
 
     def forward(self):
         zero_fields(*self.increments)
-        if self.observe_initial is not None:
-            self.observe_initial()
-        compute, step = self.controller.compute, self.step_kernel
-        for t in range(self.cfg.steps - 1):
-            compute(t)
-            step(t)
+        self.run_controlled()
         self.compute_loss()
 
     # --- rendering ----------------------------------------------------------------
