@@ -234,47 +234,7 @@ class DiffMPM(MPMRobot):
         self.p2g, self.grid_op, self.g2p = p2g, grid_op, g2p
         self.observe, self.compute_loss = observe, compute_loss
 
-        grid_box = self.grid_box
-
-        boxes = self.boxes = {}     # step -> grid box, so that the backward pass reuses it
-
-        @ti.ad.grad_replaced
-        def substep(s, t):
-            box = boxes[t] = grid_box(s)
-            clear_grid(*box)
-            p2g(s, t)
-            grid_op(*box)
-            g2p(s)
-
-        @ti.ad.grad_for(substep)
-        def substep_grad(s, t):
-            box = boxes.pop(t, None) or grid_box(s)
-            clear_grid_and_grads(*box)   # the grid is scratch: rebuild this step's grid ...
-            p2g(s, t)
-            grid_op(*box)
-            g2p.grad(s)                  # ... then the adjoints in reverse
-            grid_op.grad(*box)
-            p2g.grad(s, t)
-
-        self.substep = substep
-
-    # ------------------------------------------------------------------ interface
-    def parameters(self):
-        return self.controller.parameters()
-
-    def initialize(self, rng):
-        self.controller.initialize(rng)
-        self.actuator_id.from_numpy(self.scene_actuators)
-        self.start_center[None] = self.scene_x.mean(axis=0)
-        for f in (self.x, self.v, self.C, self.F):
-            f.fill(0)
-        self._set_initial_state()
-
-    def _set_initial_state(self):
-        self.x.data[0] = self.scene_x
-        self.v.data[0] = 0
-        self.C.data[0] = 0
-        self.F.data[0] = np.eye(2)
+        self.substep = self.make_substep()
 
     # ------------------------------------------------------------------ rendering
     def render_frames(self):
