@@ -64,6 +64,7 @@ def resolve(annotation):
     """Map a user annotation (ti.f32, float, int, np.float64) to a DataType."""
     if isinstance(annotation, DataType):
         return annotation
+    annotation = getattr(annotation, 'python_type', annotation)   # `float` seen from a kernel
     if annotation is float:
         return defaults.fp
     if annotation is int:

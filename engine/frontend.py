@@ -149,6 +149,7 @@ def _py_cast(dtype_getter, pytype):
         if ops.is_value(x):
             return ops.cast(x, dtype_getter())
         return pytype(x)
+    cast.python_type = pytype      # `ti.cast(x, float)` in a kernel: the name means the type
     return cast
 
 

@@ -7,6 +7,7 @@ import random as _pyrandom
 
 from . import ops
 from . import dtypes as T
+from .errors import TaichiTypeError
 from .matrix import Matrix
 
 
@@ -77,7 +78,10 @@ def select(cond, a, b):
 
 
 def cast(x, dtype):
-    dtype = T.resolve(dtype)
+    resolved = T.resolve(dtype)
+    if resolved is None:
+        raise TaichiTypeError(f'ti.cast: {dtype!r} is not a data type (ti.f32, ti.i32, float, int, ...)')
+    dtype = resolved
     if isinstance(x, Matrix):
         return x.cast(dtype)
     return ops.cast(x, dtype)

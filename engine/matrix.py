@@ -8,6 +8,7 @@ import numbers
 
 import numpy as np
 
+from . import dtypes as T
 from . import ops
 from .errors import TaichiTypeError
 
@@ -268,7 +269,10 @@ class Matrix:
         return Matrix._make((n, n), cof)
 
     def cast(self, dtype):
-        return self.map(lambda e: ops.cast(e, dtype))
+        resolved = T.resolve(dtype)
+        if resolved is None:
+            raise TaichiTypeError(f'cast: {dtype!r} is not a data type (ti.f32, ti.i32, float, int, ...)')
+        return self.map(lambda e: ops.cast(e, resolved))
 
     @staticmethod
     def identity(dt, n):

@@ -399,3 +399,35 @@ def test_mixed_int_float_operations(fp, n):
     else:
         expected = [np.sqrt(n), n ** 0.5, max(n, 0.5), float(n < 0.5), n // 2.0, -n // 2.0, n % 2.5, n * 0.1]
         np.testing.assert_allclose(r, expected, rtol=1e-15, atol=0)
+
+
+def test_cast_to_python_float_and_int_inside_a_kernel(fp):
+    x = ti.field(float, shape=4)
+    n = ti.field(ti.i32, shape=4)
+    v = ti.Vector.field(2, float, shape=4)
+
+    @ti.kernel
+    def convert():
+        for i in range(4):
+            x[i] = ti.cast(i, float) / 2
+            n[i] = ti.cast(x[i] * 3, int)
+            v[i] = ti.Vector([i, i + 1]).cast(float) / 4
+
+    convert()
+    assert x.to_numpy().tolist() == [0, 0.5, 1, 1.5]
+    assert n.to_numpy().tolist() == [0, 1, 3, 4]
+    assert v.to_numpy()[1].tolist() == [0.25, 0.5]
+    assert x.dtype == fp
+
+
+def test_cast_to_something_that_is_not_a_type_is_a_clear_error():
+    ti.init()
+    x = ti.field(float, shape=2)
+
+    @ti.kernel
+    def bad():
+        for i in range(2):
+            x[i] = ti.cast(i, 'fast')
+
+    with pytest.raises(ti.TaichiTypeError, match="ti.cast: 'fast' is not a data type"):
+        bad()

@@ -112,7 +112,6 @@ class DiffMPM(MPMRobot):
         p_vol, gravity, act_strength, bound = c.p_vol, c.gravity, c.act_strength, c.bound
         friction, sticky = c.friction, c.sticky_floor
         mass = 1.0
-        real = getattr(ti, c.fp)    # `float` inside a kernel is the cast function, not a type
         inv_n = 1.0 / n
         x_scale, v_scale = OBS_SCALE[0] / n, OBS_SCALE[1] / n
         x, v, C, F, actuator_id = self.x, self.v, self.C, self.F, self.actuator_id
@@ -142,7 +141,7 @@ class DiffMPM(MPMRobot):
             for p in range(n):
                 xp = x[s, p]
                 base = ti.cast(xp * inv_dx - 0.5, ti.i32)
-                fx = xp * inv_dx - ti.cast(base, real)
+                fx = xp * inv_dx - ti.cast(base, float)
                 w = [0.5 * (1.5 - fx) ** 2, 0.75 - (fx - 1) ** 2, 0.5 * (fx - 0.5) ** 2]
                 Cp, Fp = C[s, p], F[s, p]
                 new_F = Fp + (dt * Cp) @ Fp                      # (I + dt C) F
@@ -199,7 +198,7 @@ class DiffMPM(MPMRobot):
             for p in range(n):
                 xp = x[s, p]
                 base = ti.cast(xp * inv_dx - 0.5, ti.i32)
-                fx = xp * inv_dx - ti.cast(base, real)
+                fx = xp * inv_dx - ti.cast(base, float)
                 w = [0.5 * (1.5 - fx) ** 2, 0.75 - (fx - 1.0) ** 2, 0.5 * (fx - 0.5) ** 2]
                 new_v = ti.Vector([0.0, 0.0])
                 new_C = ti.Matrix([[0.0, 0.0], [0.0, 0.0]])

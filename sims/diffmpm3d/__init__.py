@@ -154,7 +154,6 @@ class DiffMPM3D(MPMRobot):
         p_vol, gravity, act_strength, bound = c.p_vol, c.gravity, c.act_strength, c.bound
         friction, sticky = c.friction, c.sticky_floor
         mass = 1.0
-        real = getattr(ti, c.fp)    # `float` inside a kernel is the cast function, not a type
         inv_n = 1.0 / n
         x_scale, v_scale = OBS_SCALE[0] / n, OBS_SCALE[1] / n
         x, v, C, F, actuator_id = self.x, self.v, self.C, self.F, self.actuator_id
@@ -184,7 +183,7 @@ class DiffMPM3D(MPMRobot):
             for p in range(n):
                 xp = x[s, p]
                 base = ti.cast(xp * inv_dx - 0.5, ti.i32)
-                fx = xp * inv_dx - ti.cast(base, real)
+                fx = xp * inv_dx - ti.cast(base, float)
                 w = [0.5 * (1.5 - fx) ** 2, 0.75 - (fx - 1) ** 2, 0.5 * (fx - 0.5) ** 2]
                 Cp, Fp = C[s, p], F[s, p]
                 new_F = Fp + (dt * Cp) @ Fp                      # (I + dt C) F
@@ -259,7 +258,7 @@ class DiffMPM3D(MPMRobot):
             for p in range(n):
                 xp = x[s, p]
                 base = ti.cast(xp * inv_dx - 0.5, ti.i32)
-                fx = xp * inv_dx - ti.cast(base, real)
+                fx = xp * inv_dx - ti.cast(base, float)
                 w = [0.5 * (1.5 - fx) ** 2, 0.75 - (fx - 1.0) ** 2, 0.5 * (fx - 0.5) ** 2]
                 # new_C = 4 inv_dx sum_cells weight g_v (offset - fx)^T, gathered as
                 # 4 inv_dx (sum weight g_v offset^T - new_v fx^T) (the offsets are constants)
