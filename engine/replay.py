@@ -64,6 +64,7 @@ class LaunchList:
         self.offsets = []          # where its argument bytes start in self.arguments
         self.arguments = bytearray()
         self._frozen = None
+        self._adjoints = None
 
     def add(self, compiled, packed, kernel, args):
         """Record a launch of `compiled` whose arguments were packed into buffer `packed`."""
@@ -71,6 +72,18 @@ class LaunchList:
         self.calls.append((kernel, args))
         self.offsets.append(len(self.arguments))
         self.arguments += packed.raw
+
+    def adjoint_addresses(self):
+        """Each launch's adjoint entry point, computed once per kernel and again only after a
+        gradient has been placed (adjoints are then rebuilt)."""
+        epoch = runtime.program().grad_epoch
+        if self._adjoints is None or self._adjoints[0] != epoch:
+            by_kernel = {}
+            for compiled in self.kernels:
+                if compiled not in by_kernel:
+                    by_kernel[compiled] = compiled.adjoint_compiled().address
+            self._adjoints = (epoch, np.array([by_kernel[c] for c in self.kernels], dtype=np.uint64))
+        return self._adjoints[1]
 
     def buffer_addresses(self):
         """Each launch's argument address in one array of the bytes (kept alive by self)."""
@@ -134,9 +147,7 @@ class Recording:
 
     def adjoints(self):
         """(functions, buffers) of the adjoint launches, in reverse order."""
-        functions = np.array([c.adjoint_compiled().address for c in reversed(self.launches.kernels)],
-                             dtype=np.uint64)
-        return functions, self.launches.buffer_addresses()[::-1]
+        return self.launches.adjoint_addresses()[::-1], self.launches.buffer_addresses()[::-1]
 
 
 class Capture:

@@ -128,32 +128,32 @@ def _error(rule, stmt, message):
 
 # --- across launches -----------------------------------------------------------------
 class _FirstIndex:
-    """How an access's first index depends on the launch: a constant, an argument plus a
-    constant, a loop over constant bounds, or unknown (every slot)."""
+    """How an access's first index depends on the launch: a constant ('const', value), a
+    kernel argument plus a constant ('arg', argument position, shift), or anything else
+    ('all': every slot)."""
 
     def __init__(self, stmt, arg_positions, assigned):
-        self.kind, self.value, self.span = 'all', 0, None
+        self.kind, self.value, self.shift = 'all', 0, 0
         index = resolve(stmt.args[0], assigned) if stmt.args else None
-        shift = 0
-        while index is not None and index.op in ('add', 'sub') and resolve(index.args[1], assigned).op == 'const':
-            shift += resolve(index.args[1], assigned).attrs['value'] * (1 if index.op == 'add' else -1)
+        while index is not None and index.op in ('add', 'sub'):
+            step = resolve(index.args[1], assigned)
+            if step.op != 'const':
+                break
+            self.shift += step.attrs['value'] * (1 if index.op == 'add' else -1)
             index = resolve(index.args[0], assigned)
         if index is None:
             self.kind = 'const'                        # a 0-D field: its single slot
         elif index.op == 'const':
-            self.kind, self.value = 'const', index.attrs['value'] + shift
+            self.kind = 'const'
+            self.value, self.shift = index.attrs['value'] + self.shift, 0
         elif index.op == 'arg' and index.attrs['offset'] in arg_positions:
             self.kind, self.value = 'arg', arg_positions[index.attrs['offset']]
-            self.span = shift
 
     def slots(self, args, size):
-        if self.kind == 'const':
-            at = int(self.value)
-            return slice(at, at + 1) if 0 <= at < size else slice(0, 0)
-        if self.kind == 'arg':
-            at = int(args[self.value]) + int(self.span)
-            return slice(at, at + 1) if 0 <= at < size else slice(0, 0)
-        return slice(0, size)
+        if self.kind == 'all':
+            return slice(0, size)
+        at = int(self.value if self.kind == 'const' else args[self.value]) + int(self.shift)
+        return slice(at, at + 1) if 0 <= at < size else slice(0, 0)
 
 
 class KernelSummary:
@@ -167,7 +167,7 @@ class KernelSummary:
         groups = {}
         for stmt, kind, _ in field_accesses(body):
             first = _FirstIndex(stmt, positions, assigned)
-            key = (stmt.attrs['target'], kind, first.kind, first.value, first.span)
+            key = (stmt.attrs['target'], kind, first.kind, first.value, first.shift)
             groups.setdefault(key, (stmt.attrs['target'], kind, first, stmt))
         self.accesses = list(groups.values())
         self.reads = {f: stmt for f, kind, _, stmt in reversed(self.accesses) if kind == READ}

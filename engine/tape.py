@@ -146,7 +146,7 @@ class Tape:
             for backward, args, _ in reversed(list(self._in_order())):
                 backward(*args)
             return
-        adjoints = self._adjoint_addresses()
+        adjoints = self.native.adjoint_addresses()
         end = len(self.native.kernels)
         for start, unit in reversed(self.units):
             self._run_adjoints(adjoints, start, end)
@@ -157,13 +157,6 @@ class Tape:
             else:
                 unit.backward(*unit.args)
         self._run_adjoints(adjoints, 0, end)
-
-    def _adjoint_addresses(self):
-        by_kernel = {}
-        for compiled in self.native.kernels:
-            if compiled not in by_kernel:
-                by_kernel[compiled] = compiled.adjoint_compiled().address
-        return np.array([by_kernel[c] for c in self.native.kernels], dtype=np.uint64)
 
     def _run_adjoints(self, adjoints, start, end):
         """The adjoints of kernel launches start..end-1, last first, in one native loop."""
