@@ -10,13 +10,15 @@ import numpy as np
 
 from . import forward, replay, runtime, tape
 from .tape import Tape
-from .gradcheck import GradientCheckError, check_gradients, rollout_report
+from .gradcheck import GradientCheckError, check_gradients, keep_adjoints, rollout_report
+from .reverse import AutodiffError
 from .rules import AutodiffRuleError
 from .transforms import grad, jvp, vjp
 
 __all__ = ['Tape', 'grad_replaced', 'grad_for', 'no_grad', 'clear_all_gradients', 'FwdMode',
            'hvp', 'hessian', 'value_and_grad', 'jacobian', 'grad', 'jvp', 'vjp',
-           'check_gradients', 'GradientCheckError', 'rollout_report', 'AutodiffRuleError']
+           'check_gradients', 'GradientCheckError', 'rollout_report', 'keep_adjoints', 'AutodiffError',
+           'AutodiffRuleError']
 
 
 def clear_all_gradients():

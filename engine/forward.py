@@ -15,7 +15,7 @@ have a `.dual` as well.
 """
 from . import ops
 from .fields import Field
-from .ir import Block, Builder, building
+from .ir import Block, Builder, building, walk
 from .reverse import AutodiffError
 
 active = None    # the ti.ad.FwdMode context in force, if any
@@ -35,11 +35,18 @@ class TangentPass:
         self.tangent = dict(tangent or {})   # primal statement -> tangent value (absent: zero)
         self.dual_cell = {}   # primal alloca -> tangent alloca
         self.dual_stack = {}  # autodiff stack of an adjoint kernel -> the stack of its tangents
+        self.used = set()     # statements whose values later statements use
+        self.parallel = 0     # depth of parallel loops around the statement being copied
 
     def run(self, body):
         with building(self.out):
-            self.block(body)
+            self.copy_block(body)
         return self.out.root
+
+    def copy_block(self, body):
+        """Copy `body` with tangents into the open block of the builder."""
+        self.used = {a for s in walk(body) for a in s.args}
+        self.block(body)
 
     def emit(self, op, args=(), dtype=None, **attrs):
         return self.out.emit(op, args, dtype, cls=ops.Value, **attrs)
@@ -75,7 +82,7 @@ class TangentPass:
                  if p is not None and a in self.tangent]
         total = None
         for arg, partial in terms:
-            term = ops.as_value(self.tangent[arg] * partial, s.dtype)
+            term = ops.as_value(ops.chain(s.op, self.tangent[arg], partial), s.dtype)
             total = term if total is None else total + term
         if total is not None:
             self.tangent[s] = total
@@ -107,7 +114,20 @@ class TangentPass:
         if s.attrs['kind'] not in ('add', 'sub'):
             raise AutodiffError(f'forward mode through a local atomic_{s.attrs["kind"]} on a float '
                                 f'is not supported', s.loc)
-        self.emit('local_atomic', [cell, self.tangent_or_zero(s.args[1])], s.dtype, kind=s.attrs['kind'])
+        old = self.emit('local_atomic', [cell, self.tangent_or_zero(s.args[1])], s.dtype, kind=s.attrs['kind'])
+        self.tangent_of_old_value(s, old)
+
+    def tangent_of_old_value(self, s, old_tangent):
+        """The value an atomic returns has the tangent the dual held before the atomic's
+        add. The primal and the dual atomic are two operations: in a parallel loop another
+        iteration can come between them, so there the pairing is refused."""
+        if s not in self.used:
+            return
+        if self.parallel:
+            raise AutodiffError('forward mode through the old value returned by an atomic '
+                                'operation inside a parallel loop: the value depends on the order '
+                                'of the threads, and its tangent cannot be paired with it', s.loc)
+        self.tangent[s] = old_tangent
 
     def tangent_or_zero(self, value):
         tangent = self.tangent.get(value)
@@ -149,8 +169,9 @@ class TangentPass:
         kind = s.attrs['kind']
         if kind not in ('add', 'sub'):
             raise AutodiffError(f'forward mode through atomic_{kind} on a float field is not supported', s.loc)
-        self.emit('atomic', self.copy_args(s)[:-1] + [self.tangent_or_zero(s.args[-1])], s.dtype,
-                  target=dual, component=s.attrs['component'], kind=kind)
+        old = self.emit('atomic', self.copy_args(s)[:-1] + [self.tangent_or_zero(s.args[-1])], s.dtype,
+                        target=dual, component=s.attrs['component'], kind=kind)
+        self.tangent_of_old_value(s, old)
 
     def copy_args(self, s):
         return [self.copy_of(a) for a in s.args]
@@ -175,8 +196,11 @@ class TangentPass:
     def stmt_for(self, s):
         index = ops.Value('loop_index', (), s.attrs['index'].dtype)
         self.copy[s.attrs['index']] = index
+        parallel = int(bool(s.attrs['parallel']))
+        self.parallel += parallel
         self.copy[s] = self.emit('for', self.copy_args(s), body=self.sub_block(s.attrs['body']),
                                  index=index, parallel=s.attrs['parallel'])
+        self.parallel -= parallel
 
     def stmt_while(self, s):
         self.copy[s] = self.emit('while', self.copy_args(s), body=self.sub_block(s.attrs['body']))

@@ -200,6 +200,13 @@ class FunctionContext:
         self.scopes = [scope]
         self.return_value = None
         self.has_returned = False
+        # A func that returns inside run-time control flow keeps its result in locals and
+        # a flag: `returned` (the flag's alloca), `returns` (returns emitted so far) and
+        # `guarded` (how many of them the code being emitted is known to come after).
+        self.returned = None
+        self.result = None            # (shape or None, [alloca per entry])
+        self.returns = self.guarded = 0
+        self.return_annotation = None
 
     def lookup(self, name):
         for scope in reversed(self.scopes):
@@ -290,10 +297,39 @@ class KernelBuilder(ast.NodeVisitor):
             self.builder.loc = previous
 
     def _visit_body(self, stmts):
-        for stmt in stmts:
-            if self.frame.has_returned:
+        frame = self.frame
+        entry = frame.guarded
+        for k, stmt in enumerate(stmts):
+            if frame.has_returned:
                 raise self.error(stmt, 'statements after `return` are not supported in a ti.func')
+            if frame.returns > frame.guarded:       # a return above may have run
+                self._after_return(stmts[k:])
+                break
             self.visit(stmt)
+        frame.guarded = entry
+
+    def _after_return(self, rest):
+        """The statements after a point where a ti.func may have returned: in a run-time
+        loop of the func, `if returned: break` before them; elsewhere, inside
+        `if not returned:`."""
+        frame = self.frame
+        frame.guarded = frame.returns
+        flag = ops.emit('local_load', [frame.returned], T.i32)
+        if self._in_func_loop():
+            branch = self.builder.emit('if', [ops.truth(flag)], then=Block(), **{'else': Block()})
+            with self.builder.open(branch.attrs['then']):
+                self.builder.emit('break')
+            self._visit_body(rest)
+            return
+        branch = self.builder.emit('if', [ops.unary('logical_not', ops.truth(flag))],
+                                   then=Block(), **{'else': Block()})
+        with self.builder.open(branch.attrs['then']):
+            self._visit_body(rest)
+
+    def _in_func_loop(self):
+        """Whether the innermost loop is a run-time loop of the func being inlined."""
+        inner = self.loops[self.frame.loop_depth:]
+        return bool(inner) and inner[-1].kind != 'static'
 
     def _in_scope(self, stmts, bindings=None):
         self.frame.scopes.append(dict(bindings or {}))
@@ -348,8 +384,25 @@ class KernelBuilder(ast.NodeVisitor):
                     return result
                 result = self.visit(value_node)
                 continue
-            result = ops.binary(name, result, self.visit(value_node))
+            result = self._short_circuit(name, result, value_node)
         return result
+
+    def _short_circuit(self, name, left, right_node):
+        """`left and right` / `left or right` with a run-time `left`: `right` is evaluated
+        only when it decides the result, as in Python, so `i > 0 and p[i - 1] > 0` never
+        reads p[-1]. The result is 0 or 1, as Taichi's logical operators give."""
+        cell = self.builder.emit('alloca', (), T.i32)
+        left = ops.cast(ops.truth(left), T.i32)
+        self.builder.emit('local_store', [cell, left])
+        decides = left if name == 'logical_and' else ops.unary('logical_not', left)
+        branch = self.builder.emit('if', [decides], then=Block(), **{'else': Block()})
+        with self.builder.open(branch.attrs['then']):
+            right = self.visit(right_node)
+            if isinstance(right, Matrix):
+                raise self.error(right_node, f'`{name[8:]}` needs scalar operands')
+            right = ops.truth(right) if ops.is_value(right) else ops.const(int(bool(right)), T.i32)
+            self.builder.emit('local_store', [cell, ops.cast(right, T.i32)])
+        return ops.emit('local_load', [cell], T.i32)
 
     def visit_Compare(self, node):
         left = self.visit(node.left)
@@ -370,7 +423,37 @@ class KernelBuilder(ast.NodeVisitor):
         cond = self.visit(node.test)
         if not ops.is_value(cond) and not isinstance(cond, Matrix):
             return self.visit(node.body) if cond else self.visit(node.orelse)
-        return tmath.select(cond, self.visit(node.body), self.visit(node.orelse))
+        if isinstance(cond, Matrix):            # elementwise, as ti.select
+            return tmath.select(cond, self.visit(node.body), self.visit(node.orelse))
+        return self._conditional(node, cond)
+
+    def _conditional(self, node, cond):
+        """`a if c else b` evaluates only the side taken, as Python (and Taichi) do: a
+        guarded read such as `p[i - 1] if i > 0 else 0.0` never touches p[-1], in the
+        primal or in the adjoint. The result lives in a local set in each branch."""
+        branch = self.builder.emit('if', [ops.truth(cond)], then=Block(), **{'else': Block()})
+        sides = []
+        for name, expr in (('then', node.body), ('else', node.orelse)):
+            with self.builder.open(branch.attrs[name]):
+                sides.append(self._load(self.visit(expr)))
+        shapes = {x.shape for x in sides if isinstance(x, Matrix)}
+        if len(shapes) > 1:
+            raise self.error(node, f'the two sides of a conditional expression have different '
+                                   f'shapes {sorted(shapes)}', TaichiTypeError)
+        shape = shapes.pop() if shapes else None
+        size = max(len(x.entries) if isinstance(x, Matrix) else 1 for x in sides)
+        entries = [x.entries if isinstance(x, Matrix) else [x] * size for x in sides]
+        dtypes = [T.promote(ops.dtype_of(a, b), ops.dtype_of(b, a)) for a, b in zip(*entries)]
+        block = self.builder.block.stmts
+        cells = [ops.Value('alloca', (), dtype, branch.loc) for dtype in dtypes]
+        at = next(k for k, stmt in enumerate(block) if stmt is branch)
+        block[at:at] = cells
+        for name, values in zip(('then', 'else'), entries):
+            with self.builder.open(branch.attrs[name]):
+                for cell, value in zip(cells, values):
+                    self.builder.emit('local_store', [cell, ops.as_value(value, cell.dtype)])
+        loaded = [ops.emit('local_load', [cell], cell.dtype) for cell in cells]
+        return loaded[0] if shape is None else Matrix._make(shape, loaded)
 
     def visit_Subscript(self, node):
         value = self.visit(node.value)
@@ -837,6 +920,8 @@ class KernelBuilder(ast.NodeVisitor):
 
     def visit_Return(self, node):
         value = self.visit(node.value) if node.value is not None else None
+        if len(self.frames) > 1 and self.frame.returned is not None:
+            return self._early_return(node, value)
         if len(self.frames) > 1:
             frame = self.frame
             if self.builder.block is not frame.body_block or any(
@@ -857,6 +942,36 @@ class KernelBuilder(ast.NodeVisitor):
         if isinstance(value, Matrix):
             raise self.error(node, 'kernels return scalars only', TaichiTypeError)
         self.builder.emit('return', [ops.as_value(value, self.return_type)])
+
+    def _early_return(self, node, value):
+        """`return value` in a func that returns inside run-time control flow: store the
+        result and the flag; leave the func's loop, if in one."""
+        frame = self.frame
+        value = self._load(value)
+        entries = value.entries if isinstance(value, Matrix) else [value]
+        shape = value.shape if isinstance(value, Matrix) else None
+        if frame.result is None:
+            annotated = T.resolve(frame.return_annotation) if frame.return_annotation else None
+            cells = [ops.Value('alloca', (), annotated or ops.dtype_of(e), self.builder.loc)
+                     for e in entries]
+            home = frame.body_block.stmts
+            at = next(k for k, stmt in enumerate(home) if stmt is frame.returned) + 1
+            home[at:at] = cells
+            frame.result = (shape, cells)
+        expected, cells = frame.result
+        if shape != expected or len(cells) != len(entries):
+            raise self.error(node, f'the returns of this ti.func have different shapes '
+                                   f'({expected} and {shape})', TaichiTypeError)
+        for cell, entry in zip(cells, entries):
+            if ops.dtype_of(entry, cell).is_float and not cell.dtype.is_float:
+                raise self.error(node, f'this ti.func returns an integer ({cell.dtype}) earlier and a '
+                                       f'float here: annotate its return type (-> ti.f32 or ti.f64)',
+                                 TaichiTypeError)
+            self.builder.emit('local_store', [cell, ops.as_value(entry, cell.dtype)])
+        self.builder.emit('local_store', [frame.returned, ops.const(1, T.i32)])
+        frame.returns += 1
+        if self._in_func_loop():
+            self.builder.emit('break')
 
     def visit_Assert(self, node):
         cond = self.visit(node.test)
@@ -887,12 +1002,36 @@ class KernelBuilder(ast.NodeVisitor):
         frame = FunctionContext(source, scope)
         frame.body_block = self.builder.block
         frame.loop_depth = len(self.loops)
+        if _returns_in_control_flow(source.node):
+            frame.returned = self.builder.emit('alloca', (), T.i32)
+            self.builder.emit('local_store', [frame.returned, ops.const(0, T.i32)])
+            annotation = func.signature.return_annotation
+            frame.return_annotation = None if annotation is inspect.Signature.empty else annotation
         self.frames.append(frame)
         try:
             self._visit_body(source.node.body)
         finally:
             self.frames.pop()
+        if frame.result is not None:
+            shape, cells = frame.result
+            loaded = [ops.emit('local_load', [cell], cell.dtype) for cell in cells]
+            return loaded[0] if shape is None else Matrix._make(shape, loaded)
         return frame.return_value
+
+
+def _returns_in_control_flow(function_node):
+    """Whether a function returns from inside an `if`, a loop or a `with`."""
+    def visit(node, nested):
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+                continue
+            if isinstance(child, ast.Return) and nested:
+                return True
+            inner = nested or isinstance(child, (ast.If, ast.For, ast.While, ast.With, ast.Try))
+            if visit(child, inner):
+                return True
+        return False
+    return visit(function_node, False)
 
 
 def tmath_and(a, b):

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field as dc_field
 import numpy as np
 
 from . import runtime
+from .fields import Field
 
 
 class GradientCheckError(AssertionError):
@@ -161,7 +162,32 @@ class RolloutReport:
 
 
 def rollout_report(field, time_axis=0):
-    """Per-step gradient norms of a time-indexed field, after a backward pass."""
-    grad = np.moveaxis(field.grad.to_numpy().astype(np.float64), time_axis, 0)
+    """Per-step gradient norms of a time-indexed field, after a backward pass.
+
+    The adjoint of a plain store uses up the stored element's adjoint (so that overwrites
+    differentiate right): after the backward pass, `field.grad` of a state that a kernel
+    wrote holds 0. `ti.ad.keep_adjoints(field)`, called before the backward pass, keeps
+    what each store used up, and the report adds it back."""
+    grad = field.grad.to_numpy().astype(np.float64)
+    kept = getattr(field, 'kept_adjoints', None)
+    if kept is not None and kept.placed:
+        grad += kept.to_numpy()
+    grad = np.moveaxis(grad, time_axis, 0)
     norms = np.sqrt((grad.reshape(grad.shape[0], -1) ** 2).sum(axis=1))
     return RolloutReport(field.name, norms)
+
+
+def keep_adjoints(field):
+    """From now on, the adjoint that a store to `field` uses up is also added to
+    `field.kept_adjoints` (zeroed with the gradients), for `rollout_report`: the gradient
+    of the loss with respect to each state as its kernel wrote it. Adjoint kernels that
+    store to `field` are compiled again once."""
+    if field.grad is None:
+        raise ValueError(f'field {field.name} has no gradient to keep')
+    field.ensure_placed()
+    if getattr(field, 'kept_adjoints', None) is None:
+        kept = Field(field.dtype, field.element_shape, None, field.name + '.kept_adjoints',
+                     primal=field, role='grad')
+        kept._allocate(field.shape, by_user=False)
+        field.kept_adjoints = kept
+    return field.kept_adjoints

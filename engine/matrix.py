@@ -203,7 +203,11 @@ class Matrix:
         return _sum(e * e for e in self.entries)
 
     def norm(self, eps=0):
-        return ops.unary('sqrt', self.norm_sqr() + eps if not _is_zero(eps) else self.norm_sqr())
+        if not _is_zero(eps):
+            return ops.unary('sqrt', self.norm_sqr() + eps)
+        # at v = 0 the gradient is the 0 subgradient (as PyTorch's), not 0 * inf
+        squared = self.norm_sqr()
+        return ops.select(squared > 0, ops.unary('sqrt', squared), 0.0)
 
     def norm_inv(self, eps=0):
         return ops.unary('rsqrt', self.norm_sqr() + eps)

@@ -27,13 +27,34 @@ class OpDef:
     lower: Callable             # (b, args, in_dtype, out_dtype) -> llvm value
     py: Optional[Callable]      # Python evaluation, or None
     partials: Optional[Callable] = None   # (args, out) -> [d out/d arg_i or None]
+    # 'one_operand': d out / d arg is 0 or 1 (see `chain`).
+    guard: Optional[str] = None
 
 
 OPS = {}
 
 
-def _def(name, arity, type_rule, lower, py=None, partials=None):
-    OPS[name] = OpDef(name, arity, type_rule, lower, py, partials)
+def _def(name, arity, type_rule, lower, py=None, partials=None, guard=None):
+    OPS[name] = OpDef(name, arity, type_rule, lower, py, partials, guard)
+
+
+def chain(op, g, partial):
+    """g * partial: the term an operand receives from an adjoint or a tangent g.
+
+    No path that does not reach the output may turn a gradient into NaN. An untaken
+    `ti.select` arm may hold sqrt(-1) or 1/0, whose partials are NaN or infinite, and
+    IEEE gives 0 * inf = NaN; so where the partial is not finite, a zero g gives a zero
+    term (the 0 subgradient of `v.norm()` at v = 0 rests on this too). Where the partial
+    is finite the term stays g * partial even when g is 0: its derivative (Hessians,
+    forces differentiated again) is partial * dg, which a plain `g == 0` test would drop.
+    Ops that pass g to one operand only ('one_operand': select, min, max) give the other
+    exactly 0, even when g is infinite. A constant partial is finite and needs no guard."""
+    if is_number(partial):
+        return g * partial
+    if OPS[op].guard == 'one_operand':
+        return select(partial == 0, 0.0, g)
+    not_finite = (partial - partial) != 0         # inf - inf and NaN - NaN are NaN
+    return select(binary('logical_and', g == 0, not_finite), 0.0, g * partial)
 
 
 # ----------------------------------------------------------------------------
@@ -379,9 +400,9 @@ _def('pow', 2, 'same', _lower_pow, lambda a, b: a ** b,
      lambda a, out: [a[1] * power(a[0], a[1] - 1),
                      select(a[0] > 0, out * unary('log', a[0]), 0.0)])
 _def('min', 2, 'same', _minmax('min'), builtins.min,
-     lambda a, out: [select(a[0] < a[1], 1.0, 0.0), select(a[0] < a[1], 0.0, 1.0)])
+     lambda a, out: [select(a[0] < a[1], 1.0, 0.0), select(a[0] < a[1], 0.0, 1.0)], guard='one_operand')
 _def('max', 2, 'same', _minmax('max'), builtins.max,
-     lambda a, out: [select(a[0] < a[1], 0.0, 1.0), select(a[0] < a[1], 1.0, 0.0)])
+     lambda a, out: [select(a[0] < a[1], 0.0, 1.0), select(a[0] < a[1], 1.0, 0.0)], guard='one_operand')
 _def('atan2', 2, 'float', _math('atan2'), pymath.atan2,
      lambda a, out: [a[1] / (a[0] * a[0] + a[1] * a[1]), -a[0] / (a[0] * a[0] + a[1] * a[1])])
 for _name, _fn in (('lt', lambda a, b: a < b), ('le', lambda a, b: a <= b),
@@ -425,7 +446,7 @@ _def('cast', 1, 'same', lambda b, a, ti, to: lower_cast(b, a[0], ti, to), None,
      lambda a, out: [1.0])
 _def('select', 3, 'same', lambda b, a, ti, to: b.select(b.icmp_signed('!=', a[0], llir.Constant(a[0].type, 0)), a[1], a[2]),
      lambda c, a, b: a if c else b,
-     lambda a, out: [None, select(a[0], 1.0, 0.0), select(a[0], 0.0, 1.0)])
+     lambda a, out: [None, select(a[0], 1.0, 0.0), select(a[0], 0.0, 1.0)], guard='one_operand')
 
 
 # ti.stop_grad(x): the value passes, its gradient does not.

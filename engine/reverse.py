@@ -233,7 +233,7 @@ class ReversePass:
         partials = rule([self.primal(a) for a in s.args], self.primal(s))
         for arg, partial in zip(s.args, partials):
             if partial is not None and arg.dtype.is_float:
-                self.accumulate(arg, g * partial)
+                self.accumulate(arg, ops.chain(op, g, partial))
 
     def reverse_for(self, s):
         if s.attrs['parallel']:
@@ -292,15 +292,20 @@ class ReversePass:
         if s in self.adj and s.dtype.is_float:
             self.accumulate(s.args[0], self.load_adj(s))
 
+    # A store or atomic reversed before any read of its local still needs the local's
+    # adjoint cell: in a serial loop, reads earlier in the body (reversed later) carry
+    # adjoints to the stores of the previous iteration through it.
     def reverse_local_store(self, s):
         cell, value = s.args
-        if cell in self.adj and cell.dtype.is_float:
+        if cell.dtype.is_float:
+            self.adj_cell(cell)
             self.accumulate(value, self.load_adj(cell))
             self.emit('local_store', [self.adj[cell], _zero(cell.dtype)])
 
     def reverse_local_atomic(self, s):
         cell, value = s.args
-        if cell in self.adj and cell.dtype.is_float:
+        if cell.dtype.is_float:
+            self.adj_cell(cell)
             g = self.load_adj(cell)
             self.accumulate(value, g if s.attrs['kind'] == 'add' else -g)
 
@@ -315,21 +320,32 @@ class ReversePass:
                   exclusive=s.attrs['target'] in self.exclusive)
 
     def reverse_global_store(self, s):
-        self._reverse_write(s, 1)
+        # The stored value replaced the element: what was written there before (earlier in
+        # this kernel or by an earlier launch) no longer reaches the loss, so the element's
+        # adjoint is used up here. That makes a later overwrite give the gradient of the
+        # last write, as in Taichi.
+        self._reverse_write(s, 1, consume=True)
 
     def reverse_atomic(self, s):
         kind = s.attrs['kind']
         if kind in ('add', 'sub'):
             self._reverse_write(s, 1 if kind == 'add' else -1)
 
-    def _reverse_write(self, s, sign):
+    def _reverse_write(self, s, sign, consume=False):
         value = s.args[-1]
         grad = _grad_of(s.attrs['target'])
         if grad is None or not value.dtype.is_float:
             return
         indices = [self.primal(a) for a in s.args[:-1]]
-        g = self.emit('global_load', indices, value.dtype, target=grad, component=s.attrs['component'])
+        where = dict(target=grad, component=s.attrs['component'])
+        g = self.emit('global_load', indices, value.dtype, **where)
         self.accumulate(value, g if sign > 0 else -g)
+        if consume:
+            self.emit('global_store', indices + [_zero(value.dtype)], None, **where)
+            kept = getattr(s.attrs['target'], 'kept_adjoints', None)     # ti.ad.keep_adjoints
+            if kept is not None:
+                self.emit('atomic', indices + [g], value.dtype, target=kept, kind='add',
+                          component=s.attrs['component'], exclusive=s.attrs['target'] in self.exclusive)
 
     def reverse_return(self, s):
         pass
@@ -392,14 +408,23 @@ def _zero_const(sink, dtype):
 
 
 def _owned_fields(loop):
-    """Fields that every iteration of a parallel loop reads only at elements indexed by the
-    loop index itself: no two iterations share an element, so the adjoint's adds into
-    their gradients need no atomics."""
-    index, owned, shared = loop.attrs['index'], set(), set()
+    """Fields whose elements each iteration of a parallel loop owns, so that the adjoint's
+    adds into their gradients need no atomics.
+
+    Proof obligation: a field is owned when there is one axis k such that every access
+    to it in the loop (load, store or atomic, at any depth) has the loop index itself
+    at axis k. Two iterations then differ in axis k of every element they touch, so no
+    element is touched by two of them. `x[i, j]` together with `x[j, i]` has the index
+    at different axes and keeps its atomics (tests/test_autodiff_constructs.py runs that
+    program on 2 threads)."""
+    index, axes = loop.attrs['index'], {}
     for s in walk(loop.attrs['body']):
-        if s.op == 'global_load':
-            (owned if any(a is index for a in s.args) else shared).add(s.attrs["target"])
-    return frozenset(owned - shared)
+        if s.op in ('global_load', 'global_store', 'atomic'):
+            indices = s.args if s.op == 'global_load' else s.args[:-1]
+            at = {k for k, a in enumerate(indices) if a is index}
+            target = s.attrs['target']
+            axes[target] = axes.get(target, at) & at
+    return frozenset(target for target, common in axes.items() if common)
 
 
 def _grad_of(target):

@@ -4,7 +4,9 @@ Adjoint kernels recompute primal values from the fields (fields are the
 checkpoints), so a field element must hold, when the backward pass runs, the
 value the forward pass read:
 - rule 1: an element that was read is not overwritten or accumulated into later;
-- rule 2: an element is written once; later writes must accumulate (`+=`).
+- rule 2: after its first write, an element is only accumulated into (`+=`) or
+  overwritten without being read; the adjoint of a plain store uses up the element's
+  adjoint, so an overwrite gives the gradient of the last write (as in Taichi).
 Fields that steer control flow or indexing (the EWMA example) fall under rule 1
 like any other read.
 
@@ -14,8 +16,7 @@ Two checks:
   (the same index values: loop indices, arguments, constants);
 - across the launches of a tape, at run time (`LaunchChecker`): every access's
   first index is resolved with the launch's arguments to a range of slots (time
-  steps, usually); a write of slots an earlier launch read (rule 1) or stored
-  (rule 2) is an error. One pattern has a right answer and is handled: a 0-D
+  steps, usually); a write of slots an earlier launch read (rule 1) is an error. One pattern has a right answer and is handled: a 0-D
   field read by one launch and accumulated into by a later one is saved before
   the accumulation and restored for the backward pass of the earlier launches.
 """
@@ -107,10 +108,12 @@ def kernel_violation(body):
         earlier = [(k, s) for k, s, b in seen.setdefault(element, []) if not _exclusive(b, branches)]
         if kind == STORE:
             write = next((s for k, s in earlier if k != READ), None)
-            if write is not None:
-                return _error(2, stmt, f'field {field.name} is written at {_where(write)} and written '
-                              f'again here without accumulating; only the first write of an element '
-                              f'may be a plain assignment, later ones must be `+=` (atomic_add)')
+            read = next((s for k, s in earlier if k == READ), None)
+            if write is not None and read is not None:      # e.g. `loss[None] *= x` after `+=`
+                return _error(2, stmt, f'field {field.name} is written at {_where(write)}, read, and '
+                              f'written again here from what was read; after the first write an '
+                              f'element may only be accumulated into (`+=`) or overwritten '
+                              f'without reading it')
         if kind != READ:
             read = next((s for k, s in earlier if k == READ), None)
             if read is not None:
@@ -188,11 +191,10 @@ class KernelSummary:
 
 
 class LaunchChecker:
-    """Per field: which slots earlier launches of the tape read and stored."""
+    """Per field: which slots earlier launches of the tape read."""
 
     def __init__(self):
         self.read = {}      # field -> bool array of slots
-        self.stored = {}
         self.cut = {}       # float field without a gradient -> (kernel, fields) that wrote it from fields with one
 
     def _slots(self, table, field):
@@ -219,15 +221,10 @@ class LaunchChecker:
                              f'field {field.name} where an earlier kernel on the tape read it; the '
                              f'backward pass would read the new value. Keep every version (e.g. index '
                              f'the field by time step)')
-            if kind == STORE and self._slots(self.stored, field)[slots].any():
-                raise _error(2, stmt, f'kernel {kernel_name} writes field {field.name} where an '
-                             f'earlier kernel on the tape wrote it; write each element once '
-                             f'(later writes must be `+=`), e.g. into another time step')
         for field, kind, first, stmt in summary.accesses:
-            size = field.shape[0] if field.shape else 1
-            table = self.read if kind == READ else self.stored if kind == STORE else None
-            if table is not None:
-                self._slots(table, field)[first.slots(args, size)] = True
+            if kind == READ:
+                size = field.shape[0] if field.shape else 1
+                self._slots(self.read, field)[first.slots(args, size)] = True
         return saves
 
     def _check_gradient_flow(self, summary, kernel_name):

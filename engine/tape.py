@@ -51,9 +51,10 @@ class Tape:
             raise summary.violation
         for field in self.checker.check(summary, args, kernel.name):
             # read by an earlier launch, written by this one: the backward pass of the
-            # earlier launches sees the value from before this write
-            value = field._data.copy()
-            self.record_custom(lambda f=field, v=value: f._data.__setitem__(..., v), (),
+            # earlier launches sees the value from before this write (and, in forward
+            # mode, its tangent from before it: Hessians need both)
+            saved = [(f, f._data.copy()) for f in _with_dual(field)]
+            self.record_custom(lambda saved=saved: _put_back(saved), (),
                                f'restore {field.name}', forward=lambda: None)
             self.restored.append(field)
             if replay.capturing is not None:
@@ -134,12 +135,11 @@ class Tape:
             run_forward(*args)
 
     def grad(self):
-        final = [(f, f._data.copy()) for f in self.restored]
+        final = [(f, f._data.copy()) for field in self.restored for f in _with_dual(field)]
         try:
             self._backward()
         finally:
-            for field, value in final:
-                field._data[...] = value
+            _put_back(final)
 
     def _backward(self):
         if forward.active is not None or not runtime.program().config.native_replay:
@@ -171,6 +171,16 @@ class Tape:
             buffers = self.native.buffer_addresses()
             replay.run(adjoints[start:end][::-1], buffers[start:end][::-1],
                        lambda k: self.native.kernels[end - 1 - k].kernel.name)
+
+
+def _with_dual(field):
+    dual = field.dual
+    return [field] if dual is None or not dual.placed else [field, dual]
+
+
+def _put_back(saved):
+    for field, value in saved:
+        field._data[...] = value
 
 
 def _python_backward(recording):

@@ -131,7 +131,7 @@ def _two_kernels(second_body):
     @ti.kernel
     def first():
         for i in range(4):
-            y[i] = x[i] ** 2          # written, not read: only rule 2 applies to y
+            y[i] = x[i] ** 2          # written, not read
             loss[None] += x[i]
 
     @ti.kernel
@@ -147,11 +147,14 @@ def _two_kernels(second_body):
         second()
 
 
-@pytest.mark.parametrize('body, rule, name', [('overwrite', 'rule 2', 'y'), ('mutate input', 'rule 1', 'x')])
-def test_a_later_kernel_breaking_a_rule_is_caught_at_run_time(body, rule, name):
-    with pytest.raises(ti.ad.AutodiffRuleError, match=f'{rule}.*kernel second.*field {name}') as info:
-        _two_kernels(body)
+def test_a_later_kernel_breaking_a_rule_is_caught_at_run_time():
+    with pytest.raises(ti.ad.AutodiffRuleError, match='rule 1.*kernel second.*field x') as info:
+        _two_kernels('mutate input')
     assert HERE in str(info.value)
+
+
+def test_a_later_kernel_overwriting_what_no_one_read_is_accepted():
+    _two_kernels('overwrite')           # y is written twice, never read: nothing to refuse
 
 
 def test_time_indexed_fields_pass_and_the_check_sees_only_the_slots_used():
@@ -181,11 +184,12 @@ def test_time_indexed_fields_pass_and_the_check_sees_only_the_slots_used():
         expected *= np.cos(xs) + 1
         xs = np.sin(xs) + xs
     np.testing.assert_allclose(x.grad.to_numpy()[0], expected, rtol=1e-12)
-    with pytest.raises(ti.ad.AutodiffRuleError, match='rule 2'):
-        with ti.ad.Tape(loss):
-            for t in range(steps):
-                step(t)
-            step(steps - 1)                 # writes the last slot a second time
+    with ti.ad.Tape(loss):                  # writing the last slot a second time is fine:
+        for t in range(steps):              # the gradient is that of the last write
+            step(t)
+        step(steps - 1)
+        total()
+    np.testing.assert_allclose(x.grad.to_numpy()[0], expected, rtol=1e-12)
 
 
 def test_a_0d_field_read_then_accumulated_by_a_later_kernel_gets_the_right_gradient():

@@ -76,6 +76,7 @@ def _chain(factor, steps=40, start=1.0):
         loss[None] = x[steps]
 
     x[0] = start
+    ti.ad.keep_adjoints(x)
     with ti.ad.Tape(loss):
         for t in range(steps):
             step(t)
@@ -105,6 +106,7 @@ def test_rollout_report_finds_non_finite_gradients(f64):
         loss[None] = x[5]
 
     x[0] = 0.0
+    ti.ad.keep_adjoints(x)
     with ti.ad.Tape(loss):
         for t in range(5):
             step(t)

@@ -141,6 +141,7 @@ def test_rollout_gradient_report_on_the_robot():
     """ti.ad.rollout_report over the particle positions of a (short) diffmpm rollout: one
     norm per time slot, finite, growing backwards at a moderate rate."""
     sim = DiffMPM.create(quick=True, steps=60)
+    ti.ad.keep_adjoints(sim.x)
     sim.loss_and_grad()
     report = ti.ad.rollout_report(sim.x)
     assert len(report.norms) == 60 and report.first_non_finite is None and not report.exploding
