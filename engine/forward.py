@@ -75,6 +75,10 @@ class TangentPass:
         copy = self.clone(s)
         if s.dtype is None or not s.dtype.is_float:
             return
+        if s.attrs.get('nan_guard'):        # differentiated as the product it guards (ops.chain)
+            if s.args[2] in self.tangent:
+                self.tangent[s] = self.tangent[s.args[2]]
+            return
         rule = ops.OPS[s.op].partials if s.op in ops.OPS else None
         if rule is None:
             return

@@ -388,21 +388,35 @@ class KernelBuilder(ast.NodeVisitor):
         return result
 
     def _short_circuit(self, name, left, right_node):
-        """`left and right` / `left or right` with a run-time `left`: `right` is evaluated
-        only when it decides the result, as in Python, so `i > 0 and p[i - 1] > 0` never
-        reads p[-1]. The result is 0 or 1, as Taichi's logical operators give."""
+        """`left and right` / `left or right` with a run-time `left`: when evaluating `right`
+        touches memory, it runs only when it decides the result, as in Python, so
+        `i > 0 and p[i - 1] > 0` never reads p[-1]. The result is 0 or 1, as Taichi's
+        logical operators give."""
+        block, right = self._detached(lambda: self._truth_i32(right_node))
+        if _pure(block):
+            self.builder.block.stmts.extend(block.stmts)
+            return ops.binary(name, left, right)
         cell = self.builder.emit('alloca', (), T.i32)
         left = ops.cast(ops.truth(left), T.i32)
         self.builder.emit('local_store', [cell, left])
         decides = left if name == 'logical_and' else ops.unary('logical_not', left)
-        branch = self.builder.emit('if', [decides], then=Block(), **{'else': Block()})
+        branch = self.builder.emit('if', [decides], then=block, **{'else': Block()})
         with self.builder.open(branch.attrs['then']):
-            right = self.visit(right_node)
-            if isinstance(right, Matrix):
-                raise self.error(right_node, f'`{name[8:]}` needs scalar operands')
-            right = ops.truth(right) if ops.is_value(right) else ops.const(int(bool(right)), T.i32)
-            self.builder.emit('local_store', [cell, ops.cast(right, T.i32)])
+            self.builder.emit('local_store', [cell, right])
         return ops.emit('local_load', [cell], T.i32)
+
+    def _truth_i32(self, node):
+        value = self.visit(node)
+        if isinstance(value, Matrix):
+            raise self.error(node, '`and` and `or` need scalar operands')
+        return ops.cast(ops.truth(value), T.i32) if ops.is_value(value) else ops.const(int(bool(value)), T.i32)
+
+    def _detached(self, visit):
+        """(the statements `visit()` emits, kept out of the current block; its result)."""
+        block = Block()
+        with self.builder.open(block):
+            result = visit()
+        return block, result
 
     def visit_Compare(self, node):
         left = self.visit(node.left)
@@ -430,26 +444,25 @@ class KernelBuilder(ast.NodeVisitor):
     def _conditional(self, node, cond):
         """`a if c else b` evaluates only the side taken, as Python (and Taichi) do: a
         guarded read such as `p[i - 1] if i > 0 else 0.0` never touches p[-1], in the
-        primal or in the adjoint. The result lives in a local set in each branch."""
-        branch = self.builder.emit('if', [ops.truth(cond)], then=Block(), **{'else': Block()})
-        sides = []
-        for name, expr in (('then', node.body), ('else', node.orelse)):
-            with self.builder.open(branch.attrs[name]):
-                sides.append(self._load(self.visit(expr)))
-        shapes = {x.shape for x in sides if isinstance(x, Matrix)}
+        primal or in the adjoint. Sides that only compute (no memory access) become a
+        select, which is cheaper and differentiates the same."""
+        (then_block, a), (else_block, b) = (self._detached(lambda e=e: self._load(self.visit(e)))
+                                            for e in (node.body, node.orelse))
+        if _pure(then_block) and _pure(else_block):
+            self.builder.block.stmts.extend(then_block.stmts + else_block.stmts)
+            return tmath.select(cond, a, b)
+        shapes = {x.shape for x in (a, b) if isinstance(x, Matrix)}
         if len(shapes) > 1:
             raise self.error(node, f'the two sides of a conditional expression have different '
                                    f'shapes {sorted(shapes)}', TaichiTypeError)
         shape = shapes.pop() if shapes else None
-        size = max(len(x.entries) if isinstance(x, Matrix) else 1 for x in sides)
-        entries = [x.entries if isinstance(x, Matrix) else [x] * size for x in sides]
-        dtypes = [T.promote(ops.dtype_of(a, b), ops.dtype_of(b, a)) for a, b in zip(*entries)]
-        block = self.builder.block.stmts
-        cells = [ops.Value('alloca', (), dtype, branch.loc) for dtype in dtypes]
-        at = next(k for k, stmt in enumerate(block) if stmt is branch)
-        block[at:at] = cells
-        for name, values in zip(('then', 'else'), entries):
-            with self.builder.open(branch.attrs[name]):
+        size = max(len(x.entries) if isinstance(x, Matrix) else 1 for x in (a, b))
+        entries = [x.entries if isinstance(x, Matrix) else [x] * size for x in (a, b)]
+        cells = [self.builder.emit('alloca', (), T.promote(ops.dtype_of(x, y), ops.dtype_of(y, x)))
+                 for x, y in zip(*entries)]
+        self.builder.emit('if', [ops.truth(cond)], then=then_block, **{'else': else_block})
+        for block, values in zip((then_block, else_block), entries):
+            with self.builder.open(block):
                 for cell, value in zip(cells, values):
                     self.builder.emit('local_store', [cell, ops.as_value(value, cell.dtype)])
         loaded = [ops.emit('local_load', [cell], cell.dtype) for cell in cells]
@@ -1017,6 +1030,14 @@ class KernelBuilder(ast.NodeVisitor):
             loaded = [ops.emit('local_load', [cell], cell.dtype) for cell in cells]
             return loaded[0] if shape is None else Matrix._make(shape, loaded)
         return frame.return_value
+
+
+_PURE = frozenset({'const', 'arg', 'loop_index', 'local_load', 'ndarray_shape'})
+
+
+def _pure(block):
+    """Whether statements only compute values: no memory access, no control flow."""
+    return all(s.op in _PURE or (s.op in ops.OPS and s.op != 'random') for s in block.stmts)
 
 
 def _returns_in_control_flow(function_node):

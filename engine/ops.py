@@ -43,18 +43,19 @@ def chain(op, g, partial):
 
     No path that does not reach the output may turn a gradient into NaN. An untaken
     `ti.select` arm may hold sqrt(-1) or 1/0, whose partials are NaN or infinite, and
-    IEEE gives 0 * inf = NaN; so where the partial is not finite, a zero g gives a zero
-    term (the 0 subgradient of `v.norm()` at v = 0 rests on this too). Where the partial
-    is finite the term stays g * partial even when g is 0: its derivative (Hessians,
-    forces differentiated again) is partial * dg, which a plain `g == 0` test would drop.
-    Ops that pass g to one operand only ('one_operand': select, min, max) give the other
-    exactly 0, even when g is infinite. A constant partial is finite and needs no guard."""
+    IEEE gives 0 * inf = NaN; so a zero g gives a zero term (the 0 subgradient of
+    `v.norm()` at v = 0 rests on this too). The guard is a select marked `nan_guard`:
+    the passes that differentiate this IR again (Hessians, forces differentiated by the
+    tape) take its derivative as that of g * partial, since a g that is 0 here can still
+    vary. Ops that pass g to one operand only ('one_operand': select, min, max) give
+    the other exactly 0, even when g is infinite. A constant partial needs no guard."""
     if is_number(partial):
         return g * partial
     if OPS[op].guard == 'one_operand':
         return select(partial == 0, 0.0, g)
-    not_finite = (partial - partial) != 0         # inf - inf and NaN - NaN are NaN
-    return select(binary('logical_and', g == 0, not_finite), 0.0, g * partial)
+    guarded = select(g == 0, 0.0, g * partial)
+    guarded.attrs['nan_guard'] = True
+    return guarded
 
 
 # ----------------------------------------------------------------------------
