@@ -10,7 +10,8 @@ import numpy as np
 
 from . import forward, replay, runtime, tape
 from .tape import Tape
-from .gradcheck import GradientCheckError, check_gradients, keep_adjoints, rollout_report
+from .gradcheck import (GradientCheckError, check_gradients, keep_adjoints, restore_fields,
+                        rollout_report, snapshot_fields)
 from .reverse import AutodiffError
 from .rules import AutodiffRuleError
 from .transforms import grad, jvp, vjp
@@ -125,14 +126,26 @@ def hvp(forward_fn, loss, param, vector):
 
 def hessian(forward_fn, loss, param):
     """The dense Hessian of `loss` w.r.t. the entries of `param` (param.data.size squared
-    entries, one Hessian-vector product a column): for small fields."""
+    entries, one Hessian-vector product a column): for small fields. Every column starts
+    from the fields as they were at the call (forward_fn may accumulate into them)."""
     size = param.data.size
     columns = []
+    rerun = from_the_start(forward_fn)
     for j in range(size):
         e = np.zeros(size)
         e[j] = 1
-        columns.append(hvp(forward_fn, loss, param, e).reshape(-1))
+        columns.append(hvp(rerun, loss, param, e).reshape(-1))
     return np.stack(columns, axis=1)
+
+
+def from_the_start(fn):
+    """fn, run each time from the values every field had now."""
+    snapshot = snapshot_fields()
+
+    def rerun():
+        restore_fields(snapshot)
+        fn()
+    return rerun
 
 
 # ----------------------------------------------------------------------------
@@ -166,8 +179,9 @@ def jacobian(fn, inputs, outputs, mode='forward'):
     through kernels), as a (total output entries) x (total input entries) array.
 
     mode='forward' runs fn once per input entry under FwdMode; mode='reverse' once per
-    output entry on a tape. `fn` must compute the outputs from scratch on every call."""
+    output entry on a tape. Each run starts from the fields as they were at the call."""
     inputs, outputs = list(inputs), list(outputs)
+    fn = from_the_start(fn)
     n_in = sum(f.data.size for f in inputs)
     n_out = sum(f.data.size for f in outputs)
     J = np.zeros((n_out, n_in))

@@ -197,12 +197,16 @@ class FunctionEmitter:
         if stmt.op in ('floordiv', 'mod') and not stmt.dtype.is_float:
             divisor = args[1]
             self.report(stmt, b.icmp_signed('==', divisor, llir.Constant(divisor.type, 0)), rt.ERROR_ZERO_DIVISION)
-        if stmt.dtype is None or not stmt.dtype.is_float or stmt.op in ('select', 'stop_grad'):
-            return
 
         def finite(v):      # v - v is 0 for finite v, NaN for NaN and +-Inf
             d = b.fsub(v, v)
             return b.fcmp_ordered('==', d, d)
+        if stmt.attrs.get('nan_guard'):     # a gradient term (ops.chain) that is not finite
+            self.report(stmt, b.not_(finite(result)), rt.ERROR_NON_FINITE)
+            return
+        if (stmt.dtype is None or not stmt.dtype.is_float or stmt.op in ('select', 'stop_grad')
+                or stmt.attrs.get('partial')):         # see ops.partials
+            return
         inputs_ok = I1(1)
         for a, v in zip(stmt.args, args):
             if a.dtype.is_float:

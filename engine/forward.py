@@ -82,7 +82,7 @@ class TangentPass:
         rule = ops.OPS[s.op].partials if s.op in ops.OPS else None
         if rule is None:
             return
-        terms = [(a, p) for a, p in zip(s.args, rule([self.copy_of(a) for a in s.args], copy))
+        terms = [(a, p) for a, p in zip(s.args, ops.partials(s.op, [self.copy_of(a) for a in s.args], copy))
                  if p is not None and a in self.tangent]
         total = None
         for arg, partial in terms:

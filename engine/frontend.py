@@ -750,9 +750,17 @@ class KernelBuilder(ast.NodeVisitor):
         value = self.visit(node.value)
         if isinstance(target, ast.Name) and isinstance(node.op, (ast.Add, ast.Sub)):
             var = self._lookup_var(target)
+            kind = 'add' if isinstance(node.op, ast.Add) else 'sub'
             if self._shared(var):
-                kind = 'add' if isinstance(node.op, ast.Add) else 'sub'
                 ops.emit('local_atomic', [var.alloca, ops.as_value(value, var.dtype)], var.dtype, kind=kind)
+                return
+            if isinstance(var, MatVar) and any(map(self._shared, var.vars)):   # entry by entry
+                entries = value.entries if isinstance(value, Matrix) else [value] * len(var.vars)
+                if len(entries) != len(var.vars):
+                    raise self.error(node, f'cannot add a matrix of shape {value.shape} to `{target.id}` '
+                                           f'of shape {var.shape}', TaichiTypeError)
+                for v, entry in zip(var.vars, entries):
+                    ops.emit('local_atomic', [v.alloca, ops.as_value(entry, v.dtype)], v.dtype, kind=kind)
                 return
         if isinstance(target, ast.Subscript):
             owner = self._lookup_var(target.value) if isinstance(target.value, ast.Name) else None

@@ -106,14 +106,20 @@ def check_gradients(fn, loss, fields, samples=16, eps=None, rtol=None, atol=1e-6
     """Run `fn` (kernels computing the 0-D `loss` from `fields`) on a tape and compare the
     gradients with finite differences; returns a GradCheckReport (`.ok`, `.worst()`, str)."""
     from .tape import Tape
+    before = snapshot_fields()
     with Tape(loss):
         fn()
+    after = snapshot_fields()
 
-    def evaluate():
+    def evaluate():         # from the fields as they were at the call, but the perturbed ones
+        restore_fields(before, keep=fields)
         loss[None] = 0
         fn()
         return float(loss[None])
-    return compare(evaluate, loss, fields, samples, eps, rtol, atol)
+    try:
+        return compare(evaluate, loss, fields, samples, eps, rtol, atol)
+    finally:
+        restore_fields(after)
 
 
 def check_tape(tape):

@@ -38,6 +38,18 @@ def _def(name, arity, type_rule, lower, py=None, partials=None, guard=None):
     OPS[name] = OpDef(name, arity, type_rule, lower, py, partials, guard)
 
 
+def partials(op, args, out):
+    """The op's partial derivatives at (args, out), emitted as IR. They are exempt from
+    debug mode's NaN/Inf check: a partial may be infinite where its adjoint or tangent
+    is 0 (sqrt at 0, log of an untaken select arm); `chain` guards the product."""
+    block = current_builder().block.stmts
+    start = len(block)
+    result = OPS[op].partials(args, out)
+    for stmt in block[start:]:
+        stmt.attrs['partial'] = True
+    return result
+
+
 def chain(op, g, partial):
     """g * partial: the term an operand receives from an adjoint or a tangent g.
 

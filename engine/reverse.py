@@ -232,7 +232,7 @@ class ReversePass:
         g = self.load_adj(s)
         if s.attrs.get('nan_guard'):        # differentiated as the product it guards (ops.chain)
             return self.accumulate(s.args[2], g)
-        partials = rule([self.primal(a) for a in s.args], self.primal(s))
+        partials = ops.partials(op, [self.primal(a) for a in s.args], self.primal(s))
         for arg, partial in zip(s.args, partials):
             if partial is not None and arg.dtype.is_float:
                 self.accumulate(arg, ops.chain(op, g, partial))

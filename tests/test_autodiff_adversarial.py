@@ -427,3 +427,66 @@ def test_a_func_returning_an_integer_then_a_float_asks_for_an_annotation(f64):
 
     with pytest.raises(ti.TaichiTypeError, match='annotate its return type'):
         k()
+
+
+# --- found by the adversarial review -----------------------------------------------------------
+
+def test_debug_mode_does_not_flag_the_unused_exponent_partial_of_pow():
+    ti.init(default_fp=ti.f64, debug=True)
+    x = ti.field(float, shape=2, needs_grad=True)
+    loss = ti.field(float, shape=(), needs_grad=True)
+
+    @ti.kernel
+    def k():
+        for i in range(2):
+            loss[None] += x[i] ** 2.0 + x[i] ** ti.cast(3, float)
+
+    set_field(x, [0.5, -0.73])
+    with ti.ad.Tape(loss):
+        k()
+    np.testing.assert_allclose(x.grad.to_numpy(), 2 * x.to_numpy() + 3 * x.to_numpy() ** 2, rtol=1e-12)
+
+
+def test_hessian_jacobian_and_gradient_check_rerun_from_the_fields_they_started_with(f64):
+    w = ti.field(float, shape=2, needs_grad=True)
+    y = ti.field(float, shape=2, needs_grad=True)
+    out = ti.field(float, shape=(), needs_grad=True)
+
+    @ti.kernel
+    def accumulate():
+        for i in range(2):
+            y[i] += w[i] ** 2               # y is not reset by the program
+
+    @ti.kernel
+    def total():
+        for i in range(2):
+            out[None] += y[i] ** 2
+
+    def program():
+        accumulate()
+        total()
+
+    values = np.array([0.7, 0.4])
+    set_field(w, values)
+    y.fill(0)
+    np.testing.assert_allclose(ti.ad.hessian(program, out, w), np.diag(12 * values ** 2), rtol=1e-12)
+    y.fill(0)
+    jac = ti.ad.jacobian(program, [w], [y], mode='reverse')
+    np.testing.assert_allclose(jac, np.diag(2 * values), rtol=1e-12)
+    y.fill(0)
+    assert ti.ad.check_gradients(program, out, [w]).ok
+    np.testing.assert_allclose(y.to_numpy(), values ** 2, rtol=1e-12)   # as after one run
+
+
+def test_a_kernel_scope_vector_accumulated_in_a_parallel_loop(f64):
+    out = ti.field(float, shape=())
+
+    @ti.kernel
+    def total():
+        v = ti.Vector([0.0, 0.0])
+        for i in range(4):
+            v += ti.Vector([1.0, i])
+        out[None] = v[0] + v[1]
+
+    total()
+    assert out[None] == 4 + 6
