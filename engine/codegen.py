@@ -34,6 +34,7 @@ class KernelModule:
         self.module = llir.Module(name=name)
         self.tasks = 0
         self.uses_random = any(s.op == 'random' for s in walk(body))
+        self.unchecked = values_that_only_feed_select_arms(body) if debug else frozenset()
         self.realloc = llir.Function(self.module, llir.FunctionType(I8P, [I8P, I64]), name='realloc')
         self.free = llir.Function(self.module, llir.FunctionType(llir.VoidType(), [I8P]), name='free')
         self.parallel_for = llir.Function(
@@ -201,11 +202,15 @@ class FunctionEmitter:
         def finite(v):      # v - v is 0 for finite v, NaN for NaN and +-Inf
             d = b.fsub(v, v)
             return b.fcmp_ordered('==', d, d)
-        if stmt.attrs.get('nan_guard'):     # a gradient term (ops.chain) that is not finite
+        if stmt in self.km.unchecked:
+            return
+        if stmt.attrs.get('nan_guard') or (stmt.op == 'select' and any(a in self.km.unchecked for a in stmt.args)):
+            # a gradient term (ops.chain), or a select that takes an unchecked arm: the value
+            # leaving it must be finite
             self.report(stmt, b.not_(finite(result)), rt.ERROR_NON_FINITE)
             return
         if (stmt.dtype is None or not stmt.dtype.is_float or stmt.op in ('select', 'stop_grad')
-                or stmt.attrs.get('partial')):         # see ops.partials
+                or stmt in self.km.unchecked):
             return
         inputs_ok = I1(1)
         for a, v in zip(stmt.args, args):
@@ -466,6 +471,25 @@ def captured_values(loop):
                 seen.add(a)
                 out.append(a)
     return out
+
+
+def values_that_only_feed_select_arms(body):
+    """Values whose every use is an arm of a select, or another such value (or none): the
+    `ti.select(x > 0, ti.sqrt(x), 0)` guard, a partial derivative in an untaken arm. A
+    NaN or Inf there reaches a result only through the select, so debug mode checks the
+    select's result instead (the guard of a gradient term, ops.chain, is checked; so is
+    the value a select feeds to an op that is not exempt)."""
+    users = {}
+    for stmt in walk(body):
+        for position, arg in enumerate(stmt.args):
+            users.setdefault(arg, []).append((stmt, position))
+    exempt = set()
+    for stmt in reversed(list(walk(body))):
+        if stmt.dtype is not None and stmt.op not in ('alloca', 'atomic', 'local_atomic') and all(
+                user in exempt or (user.op == 'select' and position > 0)
+                for user, position in users.get(stmt, ())):
+            exempt.add(stmt)
+    return frozenset(exempt)
 
 
 def generate(name, body, ret_offset=None, debug=False, program=None):

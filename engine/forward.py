@@ -75,10 +75,8 @@ class TangentPass:
         copy = self.clone(s)
         if s.dtype is None or not s.dtype.is_float:
             return
-        if s.attrs.get('nan_guard'):        # differentiated as the product it guards (ops.chain)
-            if s.args[2] in self.tangent:
-                self.tangent[s] = self.tangent[s.args[2]]
-            return
+        if s.attrs.get('nan_guard'):
+            return self.tangent_of_guard(s)
         rule = ops.OPS[s.op].partials if s.op in ops.OPS else None
         if rule is None:
             return
@@ -90,6 +88,17 @@ class TangentPass:
             total = term if total is None else total + term
         if total is not None:
             self.tangent[s] = total
+
+    def tangent_of_guard(self, s):
+        """The tangent of select(g == 0, 0, g * p) (ops.chain) is that of the product, where
+        a zero g also zeroes g * dp: an untaken select arm may have a NaN tangent dp."""
+        product = s.args[2]
+        if product not in self.tangent:
+            return
+        g, p = product.args
+        g_copy = self.copy_of(g)
+        dg_p = ops.chain('mul', self.tangent[g], self.copy_of(p)) if g in self.tangent else 0.0
+        self.tangent[s] = ops.as_value(ops.select(g_copy == 0, dg_p, self.tangent[product]), s.dtype)
 
     # --- locals ------------------------------------------------------------------
     def stmt_alloca(self, s):

@@ -490,3 +490,34 @@ def test_a_kernel_scope_vector_accumulated_in_a_parallel_loop(f64):
 
     total()
     assert out[None] == 4 + 6
+
+
+def test_hessian_through_an_untaken_select_arm_is_finite(f64):
+    x = ti.field(float, shape=2, needs_grad=True)
+    loss = ti.field(float, shape=(), needs_grad=True)
+
+    @ti.kernel
+    def f():
+        for i in x:
+            loss[None] += ti.select(x[i] > 0, ti.sqrt(x[i]), 0.5 * x[i] ** 2)
+
+    set_field(x, [-0.3, 0.8])
+    np.testing.assert_allclose(ti.ad.hessian(f, loss, x), np.diag([1.0, -0.25 * 0.8 ** -1.5]), rtol=1e-12)
+
+
+def test_debug_mode_ignores_nan_in_an_untaken_select_arm_but_reports_a_taken_one():
+    ti.init(default_fp=ti.f64, debug=True)
+    y = ti.field(float, shape=1, needs_grad=True)
+    loss = ti.field(float, shape=(), needs_grad=True)
+
+    @ti.kernel
+    def guarded(flip: ti.i32):
+        for i in y:
+            loss[None] += ti.select((y[i] > 0) != flip, ti.sqrt(y[i]), 0.5 * y[i])
+
+    y[0] = -0.3
+    with ti.ad.Tape(loss):
+        guarded(0)
+    assert y.grad[0] == 0.5
+    with pytest.raises(FloatingPointError, match='guarded'):
+        guarded(1)                  # the select takes sqrt(-0.3)
