@@ -160,6 +160,9 @@ def build_native(kernel, body, layout, prog, suffix=''):
     start = time.perf_counter()
     if prog.config.debug:
         verify(body)
+    if prog.config.interpret:       # ti.init(interpret=True): no native code, no disk cache
+        from .interpret import InterpretedKernel
+        return InterpretedKernel(kernel, layout, prog, body)
     address = _load_or_compile(f'{kernel.name}{suffix}', body, layout, prog)
     compile_seconds += time.perf_counter() - start
     return CompiledKernel(kernel, address, layout, prog, body)

@@ -31,7 +31,8 @@ ERROR_ZERO_DIVISION = 4
 class Config:
     def __init__(self, default_fp=T.f32, default_ip=T.i32, debug=False,
                  cpu_max_num_threads=None, random_seed=0, offline_cache=True,
-                 offline_cache_file_path=None, native_replay=True, ad_validation=True, **ignored):
+                 offline_cache_file_path=None, native_replay=True, ad_validation=True,
+                 interpret=False, **ignored):
         self.default_fp = T.resolve(default_fp)
         self.default_ip = T.resolve(default_ip)
         self.debug = bool(debug)
@@ -39,7 +40,8 @@ class Config:
         self.random_seed = int(random_seed)
         self.offline_cache = bool(offline_cache)
         self.cache_dir = offline_cache_file_path or cache.default_dir()
-        self.native_replay = bool(native_replay)    # off: the tape's adjoints launch from Python
+        self.interpret = bool(interpret)            # run kernels on the IR interpreter (engine/interpret.py)
+        self.native_replay = bool(native_replay) and not self.interpret   # off: adjoints launch from Python
         self.ad_validation = bool(ad_validation)    # the global data access rules (engine/rules.py)
 
 
