@@ -52,6 +52,10 @@ def from_numpy(np_dtype):
     return _BY_NUMPY[np.dtype(np_dtype)]
 
 
+def has_numpy(np_dtype):
+    return np.dtype(np_dtype) in _BY_NUMPY
+
+
 class _Defaults:
     fp = f32
     ip = i32

@@ -952,14 +952,14 @@ class KernelBuilder(ast.NodeVisitor):
             frame.return_value = value
             frame.has_returned = True
             return
+        if any(loop.kind != 'static' for loop in self.loops):
+            raise self.error(node, '`return` inside a loop is not supported in kernels')
         if self.return_type is None:
             if value is None:
                 self.builder.emit('return', [])
                 return
             raise self.error(node, 'this kernel returns a value but has no return type annotation',
                              TaichiTypeError)
-        if any(loop.kind != 'static' for loop in self.loops):
-            raise self.error(node, '`return` inside a loop is not supported in kernels')
         if isinstance(value, Matrix):
             raise self.error(node, 'kernels return scalars only', TaichiTypeError)
         self.builder.emit('return', [ops.as_value(value, self.return_type)])

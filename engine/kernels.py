@@ -142,8 +142,13 @@ class Kernel:
                 raise _call_error(self, f'argument {spec.name!r} of kernel {self.name}() must be a '
                                         f'{spec.dtype} scalar, got {type(value).__name__}')
             if spec.kind == 'ndarray' and not isinstance(value, (np.ndarray, Ndarray)):
+                hint = ' (a field is read directly by name, or as a ti.template() argument)' \
+                    if isinstance(value, Field) else ''
                 raise _call_error(self, f'argument {spec.name!r} of kernel {self.name}() must be an '
-                                        f'ndarray (numpy or ti.ndarray), got {type(value).__name__}')
+                                        f'ndarray (numpy or ti.ndarray), got {type(value).__name__}{hint}')
+            if spec.kind == 'ndarray' and not T.has_numpy(_as_array(value).dtype):
+                raise _call_error(self, f'argument {spec.name!r} of kernel {self.name}(): ndarrays of '
+                                        f'dtype {_as_array(value).dtype} are not supported')
 
     # --- compilation -------------------------------------------------------------
     def compile(self, args, prog):
@@ -206,6 +211,11 @@ class AdjointKernel:
         primal = kernel.compiled(args)
         if primal.program.config.ad_validation and primal.access_summary().violation:
             raise primal.access_summary().violation
+        self.run(*args)
+
+    def run(self, *args):
+        """The adjoint launch without the rule check (a tape checked at recording, if asked)."""
+        primal = self.kernel.compiled(args)
         adjoint = primal.adjoint_compiled()
         if forward.active is not None:      # forward over reverse: Hessian-vector products
             adjoint = adjoint.with_tangents()
@@ -313,7 +323,7 @@ class CompiledKernel:
                                            f'argument(s), {len(args)} given')
         try:
             self.pack(self.buffer, 0, *(args if self.pick is None else self.pick(args)))
-        except struct.error as exc:
+        except (struct.error, TypeError) as exc:
             self.kernel._check_args(args)
             raise _call_error(self.kernel, f'kernel {self.kernel.name}(): {exc}') from None
         if self.layout.ndarrays:
@@ -321,7 +331,9 @@ class CompiledKernel:
         prog = self.program
         self.cfunc(prog.field_table_address, self.buffer_address, prog.runtime_address)
         if self.check_errors:
-            prog.check_errors(self.kernel.name)
+            prog.check_errors(self.kernel.name, {
+                k: (self.layout.specs[k].name, _as_array(args[k]).shape[:ndim])
+                for k, _, ndim, _ in self.layout.ndarrays})
         if self.unpack_return is not None:
             return self.unpack_return(self.buffer, self.layout.ret_offset)[0]
 
@@ -339,7 +351,7 @@ class CompiledKernel:
 def _key_of(spec, value):
     if spec.kind == 'ndarray':
         array = _as_array(value)
-        if not hasattr(array, 'dtype'):
+        if not isinstance(array, np.ndarray):
             return ('bad', type(value))
         element_shape = value.element_shape if isinstance(value, Ndarray) else ()
         return (array.dtype.str, array.ndim, element_shape, getattr(value, 'grad', None) is not None)

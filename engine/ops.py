@@ -272,10 +272,13 @@ def _arith(fop, sop, uop=None):
     return lower
 
 
-def _safe_divisor(b, d):
-    """Integer division by zero must not trap the process: divide by 1 instead."""
-    zero = llir.Constant(d.type, 0)
-    return b.select(b.icmp_signed('==', d, zero), llir.Constant(d.type, 1), d)
+def _safe_divisor(b, d, signed=False):
+    """Integer division must not trap the process: by zero it divides by 1 instead; signed,
+    by -1 it divides by 1 too (INT_MIN / -1 traps), and the caller negates the quotient."""
+    trap = b.icmp_signed('==', d, llir.Constant(d.type, 0))
+    if signed:
+        trap = b.or_(trap, b.icmp_signed('==', d, llir.Constant(d.type, -1)))
+    return b.select(trap, llir.Constant(d.type, 1), d)
 
 
 def _remainder_sign_differs(b, r, y):
@@ -289,11 +292,13 @@ def _lower_floordiv(b, a, ti, to):
     x, y = a
     if to.is_float:
         return _intrinsic(b, 'floor', to.llvm, [b.fdiv(x, y)])
-    y = _safe_divisor(b, y)
     if not to.signed:
-        return b.udiv(x, y)
+        return b.udiv(x, _safe_divisor(b, y))
+    minus_one = b.icmp_signed('==', y, llir.Constant(y.type, -1))
+    y = _safe_divisor(b, y, signed=True)
     q, r = b.sdiv(x, y), b.srem(x, y)
-    return b.sub(q, b.zext(_remainder_sign_differs(b, r, y), to.llvm))
+    q = b.sub(q, b.zext(_remainder_sign_differs(b, r, y), to.llvm))
+    return b.select(minus_one, b.neg(x), q)          # x // -1 is -x, wrapping at INT_MIN
 
 
 def _lower_mod(b, a, ti, to):
@@ -301,9 +306,9 @@ def _lower_mod(b, a, ti, to):
     if to.is_float:
         q = _intrinsic(b, 'floor', to.llvm, [b.fdiv(x, y)])
         return b.fsub(x, b.fmul(q, y))
-    y = _safe_divisor(b, y)
     if not to.signed:
-        return b.urem(x, y)
+        return b.urem(x, _safe_divisor(b, y))
+    y = _safe_divisor(b, y, signed=True)             # x % -1 is 0, as x % 1
     r = b.srem(x, y)
     return b.select(_remainder_sign_differs(b, r, y), b.add(r, y), r)
 

@@ -106,21 +106,28 @@ class Program:
             self.locations.append(loc)
         return self._location_ids[key]
 
-    def check_errors(self, kernel_name):
-        """After a debug-mode launch: turn an error recorded by native code into an exception."""
+    def check_errors(self, kernel_name, ndarrays=None):
+        """After a debug-mode launch: turn an error recorded by native code into an exception.
+        `ndarrays`: {argument position: (name, shape)} of the launch's ndarray arguments."""
         rt = self.runtime_buffer
         if rt[RT_ERROR_FLAG] == 0:
             return
         code, loc = int(rt[RT_ERROR_FLAG]), self.locations[int(rt[RT_ERROR_LOC])]
-        field = self.fields[int(rt[RT_ERROR_FIELD])] if rt[RT_ERROR_FIELD] >= 0 else None
+        ident = int(rt[RT_ERROR_FIELD])
         rt[RT_ERROR_FLAG] = 0
         if code == ERROR_INDEX:
-            ndim = len(field.shape)
+            if ident >= 0:
+                field = self.fields[ident]
+                what, shape = f'field {field.name}', field.shape
+            else:                     # codegen writes -1 - position for an ndarray argument
+                name, shape = (ndarrays or {}).get(-1 - ident, (f'#{-1 - ident}', None))
+                what = f'ndarray argument {name}'
+            ndim = len(shape) if shape is not None else 1
             index = tuple(int(v) for v in rt[RT_ERROR_INDEX:RT_ERROR_INDEX + ndim])
             where = f'\n{loc.render()}\n' if loc else ' '
             raise TaichiIndexError(
                 f'{where}in kernel {kernel_name}: index {index} is out of range for '
-                f'field {field.name} of shape {field.shape}')
+                f'{what}' + (f' of shape {shape}' if shape is not None else ''))
         where = f'\n{loc.render()}' if loc else ''
         if code == ERROR_NON_FINITE:
             raise TaichiNonFiniteError(f'kernel {kernel_name}: NaN or Inf produced from finite operands{where}')

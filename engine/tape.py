@@ -95,7 +95,7 @@ class Tape:
         calls, units, n = self.native.calls, self.units, 0
         for before, unit in units + [(len(calls), None)]:
             for kernel, args in calls[n:before]:
-                yield kernel.grad, args, kernel
+                yield kernel.grad.run, args, kernel
             n = before
             if unit is not None:
                 yield unit.backward, unit.args, unit.forward

@@ -521,3 +521,67 @@ def test_debug_mode_ignores_nan_in_an_untaken_select_arm_but_reports_a_taken_one
     assert y.grad[0] == 0.5
     with pytest.raises(FloatingPointError, match='guarded'):
         guarded(1)                  # the select takes sqrt(-0.3)
+
+
+# --- found by the interpreter's author ---------------------------------------------------------
+
+def test_integer_division_of_int_min_by_minus_one_wraps_instead_of_trapping():
+    ti.init()
+
+    @ti.kernel
+    def divide(a: ti.i32, b: ti.i32) -> ti.i32:
+        return a // b
+
+    @ti.kernel
+    def remainder(a: ti.i32, b: ti.i32) -> ti.i32:
+        return a % b
+
+    assert divide(-2 ** 31, -1) == -2 ** 31 and remainder(-2 ** 31, -1) == 0
+    assert [divide(a, b) for a, b in ((7, -1), (-7, 2), (7, -2))] == [-7, -4, -4]
+
+
+def test_a_bare_return_inside_a_parallel_loop_is_refused():
+    ti.init()
+    x = ti.field(ti.i32, shape=8)
+
+    @ti.kernel
+    def early():
+        for i in range(8):
+            if i == 2:
+                return
+            x[i] = 1
+
+    with pytest.raises(ti.TaichiSyntaxError, match='inside a loop'):
+        early()
+
+
+def test_validation_off_per_tape_also_holds_on_the_python_backward_path():
+    ti.init(default_fp=ti.f64, native_replay=False)
+    x = ti.field(float, shape=(), needs_grad=True)
+    loss = ti.field(float, shape=(), needs_grad=True)
+
+    @ti.kernel
+    def broken():
+        loss[None] = x[None] * 2
+        x[None] += 1.0
+
+    with ti.ad.Tape(loss, validation=False):
+        broken()                    # rule 1 broken on purpose; no error, as asked
+
+
+def test_bad_ndarray_arguments_get_clear_errors():
+    ti.init(debug=True)
+    out = ti.field(float, shape=())
+    x = ti.field(float, shape=4)
+
+    @ti.kernel
+    def read4(a: ti.types.ndarray()):
+        for i in range(4):
+            out[None] += a[i]
+
+    with pytest.raises(IndexError, match='ndarray argument a of shape \\(2,\\)'):
+        read4(np.ones(2, dtype=np.float32))
+    with pytest.raises(ti.TaichiTypeError, match='got Field'):
+        read4(x)
+    with pytest.raises(ti.TaichiTypeError, match='dtype bool'):
+        read4(np.ones(4, dtype=bool))
