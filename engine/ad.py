@@ -202,8 +202,10 @@ def jacobian(fn, inputs, outputs, mode='forward'):
     for field in outputs:
         for i in range(field.data.size):
             runtime.program().clear_gradients()
+            for array in inputs + outputs:          # ndarrays' gradients too (a Tape would
+                array.grad.data.fill(0)             # zero the seed of an ndarray output)
             field.grad.data.reshape(-1)[i] = 1
-            with Tape(loss=None):
+            with Tape(loss=None, clear_gradients=False):
                 fn()
             J[row] = np.concatenate([f.grad.data.reshape(-1) for f in inputs])
             row += 1

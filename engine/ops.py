@@ -189,9 +189,16 @@ def _operand_type(name, ta, tb):
     return t
 
 
+_FOLDING_FAILS = (ValueError, OverflowError, ZeroDivisionError)
+
+
 def binary(name, a, b):
     if not is_value(a) and not is_value(b):
-        return OPS[name].py(a, b)
+        try:
+            return OPS[name].py(a, b)
+        except _FOLDING_FAILS:      # log(-1), exp(1000), 1 / 0: left to run time (NaN, inf)
+            t = T.promote(T.python_scalar_type(a), T.python_scalar_type(b))
+            return binary(name, const(a, t), b)
     if not (is_value(a) or is_number(a)) or not (is_value(b) or is_number(b)):
         return NotImplemented
     if name in ('logical_and', 'logical_or'):
@@ -203,7 +210,10 @@ def binary(name, a, b):
 
 def unary(name, a):
     if not is_value(a):
-        return OPS[name].py(a)
+        try:
+            return OPS[name].py(a)
+        except _FOLDING_FAILS:      # see binary
+            return unary(name, const(a, T.python_scalar_type(a)))
     t = a.dtype
     if OPS[name].type_rule == 'float' and not t.is_float:
         t = T.defaults.fp

@@ -585,3 +585,33 @@ def test_bad_ndarray_arguments_get_clear_errors():
         read4(x)
     with pytest.raises(ti.TaichiTypeError, match='dtype bool'):
         read4(np.ones(4, dtype=bool))
+
+
+# --- found by the generated programs -----------------------------------------------------------
+
+def test_an_untaken_arm_folding_to_nan_at_compile_time_compiles(f64):
+    x = ti.field(float, shape=2, needs_grad=True)
+    y = ti.field(float, shape=2, needs_grad=True)
+
+    @ti.kernel
+    def k():
+        for i in range(2):
+            y[i] = ti.select(-1.25 > 0.1, ti.log(-1.25), x[i]) + ti.select(x[i] > 9, ti.exp(1000.0), 0.0)
+
+    set_field(x, [0.3, 0.4])
+    k()
+    np.testing.assert_array_equal(y.to_numpy(), [0.3, 0.4])
+    np.testing.assert_array_equal(ti.ad.jacobian(k, [x], [y], mode='reverse'), np.eye(2))
+
+
+def test_reverse_jacobian_with_an_ndarray_output(f64):
+    x = ti.field(float, shape=2, needs_grad=True)
+    out = ti.ndarray(float, shape=2, needs_grad=True)
+
+    @ti.kernel
+    def k(o: ti.types.ndarray()):
+        for i in range(2):
+            o[i] = 3.0 * x[i]
+
+    set_field(x, [0.3, 0.4])
+    np.testing.assert_array_equal(ti.ad.jacobian(lambda: k(out), [x], [out], mode='reverse'), 3 * np.eye(2))
