@@ -9,6 +9,7 @@ import functools
 import numpy as np
 
 from . import forward, replay, runtime, tape
+from .fields import Field
 from .tape import Tape
 from .gradcheck import (GradientCheckError, check_gradients, keep_adjoints, restore_fields,
                         rollout_report, snapshot_fields)
@@ -95,6 +96,9 @@ class FwdMode:
         if forward.active is not None:
             raise RuntimeError('ti.ad.FwdMode cannot be nested')
         prog = runtime.program()
+        if not isinstance(self.param, Field) or not self.param.dtype.is_float:
+            raise TypeError(f'ti.ad.FwdMode: param must be a float field (ndarrays and integer '
+                            f'fields have no tangent), got {_describe(self.param)}')
         prog.allocate_duals()
         if self.clear:
             prog.clear_duals()
@@ -111,6 +115,12 @@ class FwdMode:
 
     def __exit__(self, *exc):
         forward.active = None
+
+
+def _describe(obj):
+    if isinstance(obj, Field):
+        return f'field {obj.name} of dtype {obj.dtype}'
+    return type(obj).__name__
 
 
 def hvp(forward_fn, loss, param, vector):

@@ -617,6 +617,10 @@ class KernelBuilder(ast.NodeVisitor):
         """`ti.atomic_add(f[i], v)` and friends: the first argument must be a global element."""
         if not isinstance(target_node, ast.Subscript):
             raise self.error(node, f'atomic_{kind} needs a field or ndarray element as its first argument')
+        element = self._vector_element(target_node.value)
+        if element is not None:          # ti.atomic_add(u[i][k], v): one component
+            return self._store_component(node, element[0], self.visit(element[1]),
+                                         self.visit(target_node.slice), value, atomic=kind)
         target = self.visit(target_node.value)
         if not isinstance(target, (Field, NdarrayArg)):
             raise self.error(node, f'atomic_{kind} needs a field or ndarray element as its first argument')
@@ -706,18 +710,26 @@ class KernelBuilder(ast.NodeVisitor):
         owner_var = self._lookup_var(owner_node) if isinstance(owner_node, ast.Name) else None
         if isinstance(owner_var, MatVar):
             return self._store_matvar(target, owner_var, index, value)
+        element = self._vector_element(owner_node)
+        if element is not None:         # f[i][k] = v on a vector field: write one component
+            return self._store_component(target, element[0], self.visit(element[1]), index, value)
         owner = self.visit(owner_node)
         if isinstance(owner, (Field, NdarrayArg)):
             return self._global_write(target, owner, index, value)
-        if isinstance(owner, Matrix) and isinstance(owner_node, ast.Subscript):
-            # f[i][k] = v on a vector field: write one component.
-            base = self.visit(owner_node.value)
-            if isinstance(base, (Field, NdarrayArg)):
-                return self._store_component(target, base, self.visit(owner_node.slice), index, value)
         if isinstance(owner, (list, dict)) and not ops.is_value(index):
             owner[index] = value
             return
         raise self.error(target, f'cannot assign to an element of {type(owner).__name__}')
+
+    def _vector_element(self, node):
+        """(field, index node) when `node` is `f[i]` of a vector or matrix field or ndarray;
+        the element is not loaded (a write to one component reads nothing)."""
+        if not isinstance(node, ast.Subscript) or not isinstance(node.value, (ast.Name, ast.Attribute)):
+            return None
+        base = self.visit(node.value)
+        if isinstance(base, (Field, NdarrayArg)) and base.element_shape:
+            return base, node.slice
+        return None
 
     def _store_component(self, node, target, index, comp, value, atomic=None):
         idx = self._indices(node, target, index)
@@ -765,17 +777,16 @@ class KernelBuilder(ast.NodeVisitor):
         if isinstance(target, ast.Subscript):
             owner = self._lookup_var(target.value) if isinstance(target.value, ast.Name) else None
             if not isinstance(owner, MatVar):
-                base = self.visit(target.value)
                 kind = {ast.Add: 'add', ast.Sub: 'sub'}.get(type(node.op))
+                element = self._vector_element(target.value) if kind else None
+                if element is not None:         # u[i][k] += v: one component, nothing read
+                    self._store_component(node, element[0], self.visit(element[1]),
+                                          self.visit(target.slice), value, atomic=kind)
+                    return
+                base = self.visit(target.value)
                 if isinstance(base, (Field, NdarrayArg)) and kind:
                     self._global_write(node, base, self.visit(target.slice), value, atomic=kind)
                     return
-                if isinstance(base, Matrix) and kind and isinstance(target.value, ast.Subscript):
-                    field = self.visit(target.value.value)
-                    if isinstance(field, (Field, NdarrayArg)):
-                        self._store_component(node, field, self.visit(target.value.slice),
-                                              self.visit(target.slice), value, atomic=kind)
-                        return
         current = self.visit(_as_load(target))
         result = op(current, value)
         if result is NotImplemented:

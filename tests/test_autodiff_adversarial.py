@@ -615,3 +615,48 @@ def test_reverse_jacobian_with_an_ndarray_output(f64):
 
     set_field(x, [0.3, 0.4])
     np.testing.assert_array_equal(ti.ad.jacobian(lambda: k(out), [x], [out], mode='reverse'), 3 * np.eye(2))
+
+
+def test_writing_one_component_of_a_vector_field_element_reads_nothing(f64):
+    # found by the adversarial review: `u[i][2] += v` loaded the whole element first, so
+    # the rule check refused a valid program (rule 1: read, then accumulated into)
+    n = 2
+    x = ti.field(float, shape=n, needs_grad=True)
+    u = ti.Vector.field(3, float, shape=n, needs_grad=True)
+    C = ti.Matrix.field(2, 2, float, shape=n, needs_grad=True)
+    loss = ti.field(float, shape=(), needs_grad=True)
+
+    @ti.kernel
+    def components():
+        for i in range(n):
+            u[i][2] += x[i] ** 2
+            ti.atomic_sub(u[i][0], x[i])
+            C[i][0, 1] = 3 * x[i]
+
+    @ti.kernel
+    def total():
+        for i in range(n):
+            loss[None] += u[i][2] * 2.0 + u[i][0] + C[i][0, 1]
+
+    x.from_numpy(np.array([0.3, -0.5]))
+    with ti.ad.Tape(loss):
+        components()
+        total()
+    np.testing.assert_allclose(x.grad.to_numpy(), 4 * x.to_numpy() - 1 + 3)
+
+
+def test_bad_arguments_to_the_ad_api_get_clear_errors(f64):
+    k = ti.field(ti.i32, shape=2)
+    v = ti.Vector.field(2, float, shape=(), needs_grad=True)
+    loss = ti.field(float, shape=(), needs_grad=True)
+    with pytest.raises(TypeError, match='float field'):
+        with ti.ad.FwdMode(loss=loss, param=k, seed=[1, 0]):
+            pass
+    with pytest.raises(TypeError, match='float field'):
+        with ti.ad.FwdMode(loss=loss, param=ti.ndarray(ti.f64, shape=2), seed=[1, 0]):
+            pass
+    with pytest.raises(TypeError, match='no gradient'):
+        ti.ad.check_gradients(lambda: None, loss, [k])
+    with pytest.raises(ValueError, match='scalar'):
+        with ti.ad.Tape(loss=v):
+            pass
