@@ -28,8 +28,10 @@ _MIX1, _MIX2 = 0xBF58476D1CE4E5B9, 0x94D049BB133111EB
 class KernelModule:
     """Builds the LLVM module of one kernel."""
 
-    def __init__(self, name, body, ret_offset=None, debug=False, program=None):
+    def __init__(self, name, body, ret_offset=None, debug=False, program=None, shadow=()):
         self.name, self.body = name, body
+        # fields and ndarrays whose accesses keep shadow words (engine/rules.py): slot each
+        self.shadow = {target: slot for slot, target in enumerate(shadow)}
         self.ret_offset, self.debug, self.program = ret_offset, debug, program
         self.module = llir.Module(name=name)
         self.tasks = 0
@@ -83,6 +85,9 @@ class FunctionEmitter:
         self.loop_targets = []
         self.rng = None
         self.stacks = {}
+        self.phase = 0                # which parallel loop this code belongs to (0: serial code)
+        self.iteration = None         # that loop's index statement
+        self.shadows = {}
 
     def finish(self):
         if not self.b.block.is_terminated:
@@ -165,6 +170,12 @@ class FunctionEmitter:
         return self.b.load(self.arg_pointer(target.shape_offset + 8 * axis, I64))
 
     def address(self, stmt):
+        offset = self.flat_offset(stmt)
+        if stmt.attrs['target'] in self.km.shadow:
+            self.shadow_access(stmt, offset)
+        return self.b.gep(self.base_pointer(stmt.attrs['target']), [offset])
+
+    def flat_offset(self, stmt):
         target, comp = stmt.attrs['target'], stmt.attrs['component']
         ndim = len(target.shape) if isinstance(target, Field) else target.ndim
         b = self.b
@@ -180,7 +191,67 @@ class FunctionEmitter:
             offset = b.add(b.mul(offset, I64(ncomp)), I64(comp))
         if self.km.debug:
             offset = self.bounds_check(stmt, target, indices, extents, offset)
-        return b.gep(self.base_pointer(target), [offset])
+        return offset
+
+    # --- the exact rule check: two shadow words per element (engine/rules.py) -----------
+    def shadow_pointers(self, target):
+        """(last read: line + 1, i32; last write: loop << 32 | iteration << 1 | is store, i64)
+        arrays of a checked target, from the table the launch puts in the runtime."""
+        if target not in self.shadows:
+            eb, slot = self.entry_builder, self.km.shadow[target]
+            words = eb.bitcast(self.rt, I64.as_pointer())
+            table = eb.inttoptr(eb.load(eb.gep(words, [I64(rt.RT_SHADOW)])), I64.as_pointer())
+            reads = eb.inttoptr(eb.load(eb.gep(table, [I64(2 * slot)])), I32.as_pointer())
+            writes = eb.inttoptr(eb.load(eb.gep(table, [I64(2 * slot + 1)])), I64.as_pointer())
+            self.shadows[target] = (reads, writes)
+        return self.shadows[target]
+
+    def shadow_access(self, stmt, offset):
+        """Reports the first access that breaks a rule inside this launch: a modification of
+        an element read before (rule 1; rule 2 if it was written before that read), or, in a
+        parallel loop, an element touched by two iterations where one of them writes."""
+        b, target = self.b, stmt.attrs['target']
+        reads, writes = self.shadow_pointers(target)
+        read_ptr, write_ptr = b.gep(reads, [offset]), b.gep(writes, [offset])
+        loc = self.km.program.location_id(stmt.loc)
+        phase = I64(self.phase)
+        iteration = I64(0) if self.iteration is None else \
+            b.add(b.sext(self.values[self.iteration], I64), I64(1))
+        last_write = b.load(write_ptr)
+        same_loop = b.and_(I1(self.phase != 0), b.icmp_unsigned('==', b.lshr(last_write, I64(32)), phase))
+        writer = b.and_(b.lshr(last_write, I64(1)), I64(0x7FFFFFFF))
+        other_iteration = b.and_(same_loop, b.icmp_unsigned('!=', writer, iteration))
+        if stmt.op == 'global_load':
+            self.report_rule(stmt, target, other_iteration, rt.ERROR_RACE, I64(-1), offset, 0)
+            b.store(I32(loc + 1), read_ptr)
+            return
+        is_store = stmt.op == 'global_store' or stmt.attrs['kind'] not in ('add', 'sub')
+        last_read = b.sext(b.load(read_ptr), I64)
+        rule = b.select(b.icmp_unsigned('!=', last_write, I64(0)), I64(rt.ERROR_RULE2), I64(rt.ERROR_RULE1))
+        kind = 1 if is_store else 2
+        self.report_rule(stmt, target, b.icmp_unsigned('!=', last_read, I64(0)), rule,
+                         b.sub(last_read, I64(1)), offset, kind)
+        stored_before = b.icmp_unsigned('!=', b.and_(last_write, I64(1)), I64(0))
+        race = b.and_(other_iteration, b.or_(I1(is_store), stored_before))
+        self.report_rule(stmt, target, race, rt.ERROR_RACE, I64(-1), offset, kind)
+        sticky = b.and_(b.and_(same_loop, b.not_(other_iteration)), stored_before)
+        flag = b.zext(b.or_(I1(is_store), sticky), I64)
+        stamp = b.or_(b.or_(b.shl(phase, I64(32)), b.shl(iteration, I64(1))), flag)
+        b.store(stamp, write_ptr)
+
+    def report_rule(self, stmt, target, bad, code, other_line, offset, kind):
+        b = self.b
+        with b.if_then(bad, likely=False):
+            flag = self.rt_word(rt.RT_ERROR_FLAG)
+            code = code if isinstance(code, llir.Value) else I64(code)
+            first = b.extract_value(b.cmpxchg(flag, I64(0), code, 'monotonic', 'monotonic'), 1)
+            with b.if_then(first):
+                b.store(I64(self.km.program.location_id(stmt.loc)), self.rt_word(rt.RT_ERROR_LOC))
+                ident = target.id if isinstance(target, Field) else -1 - target.index
+                b.store(I64(ident), self.rt_word(rt.RT_ERROR_FIELD))
+                b.store(other_line, self.rt_word(rt.RT_ERROR_INDEX))
+                b.store(offset, self.rt_word(rt.RT_ERROR_INDEX + 1))
+                b.store(I64(kind), self.rt_word(rt.RT_ERROR_INDEX + 2))
 
     def report(self, stmt, bad, code):
         """If `bad`: record error `code` at stmt's source line (the first error wins)."""
@@ -430,6 +501,7 @@ class FunctionEmitter:
                                       b.bitcast(site, I64.as_pointer())])
 
         inner = FunctionEmitter(self.km, task, None, None, None, in_task=True)
+        inner.phase, inner.iteration = self.km.tasks, s.attrs['index']
         closure_arg, lo, hi = task.args
         eb = inner.entry_builder
         typed = eb.bitcast(closure_arg, closure_ty.as_pointer())
@@ -492,6 +564,6 @@ def values_that_only_feed_select_arms(body):
     return frozenset(exempt)
 
 
-def generate(name, body, ret_offset=None, debug=False, program=None):
-    km = KernelModule(name, body, ret_offset, debug, program)
+def generate(name, body, ret_offset=None, debug=False, program=None, shadow=()):
+    km = KernelModule(name, body, ret_offset, debug, program, shadow)
     return km.generate(), km.main_symbol

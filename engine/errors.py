@@ -39,6 +39,10 @@ class TaichiCompilationError(Exception):
         return f'\n{self.location.render()}\n{type(self).__name__}: {self.message}'
 
 
+class AutodiffRuleError(TaichiCompilationError):
+    """A global data access rule is broken: the gradient would be wrong."""
+
+
 class TaichiSyntaxError(TaichiCompilationError, SyntaxError):
     """Python that the kernel language does not support."""
 

@@ -6,6 +6,7 @@ multiply the extent of their axes, and the logical indexing is the same
 whatever the nesting, so storage stays a plain numpy array (cheap `to_numpy`,
 natural interop) and kernels get raw pointers to it.
 """
+import ast
 import linecache
 import re
 import sys
@@ -19,11 +20,35 @@ from .matrix import Matrix, Vector
 
 
 def _guess_name(depth=2):
-    """The variable a field is assigned to at its creation (`x = ti.field(...)`)."""
+    """The variable a field is assigned to at its creation (`x = ti.field(...)`, also
+    `x, y = ti.field(...), ti.field(...)`)."""
     frame = sys._getframe(depth)
     line = linecache.getline(frame.f_code.co_filename, frame.f_lineno)
+    name = _name_in_tuple_assignment(frame, line)
+    if name:
+        return name
     match = re.match(r'\s*([A-Za-z_][\w.]*)\s*=[^=]', line)
     return match.group(1) if match else f'field@{frame.f_code.co_filename.split("/")[-1]}:{frame.f_lineno}'
+
+
+def _name_in_tuple_assignment(frame, line):
+    """`a, b = f(...), g(...)`: the name on the left of the call the frame is making."""
+    if ',' not in line.split('=')[0]:
+        return None
+    indent = len(line) - len(line.lstrip())
+    try:
+        statement = ast.parse(line.strip()).body[0]
+        _, _, col, _ = list(frame.f_code.co_positions())[frame.f_lasti // 2]
+    except (SyntaxError, IndexError, ValueError, AttributeError):
+        return None
+    if not (isinstance(statement, ast.Assign) and isinstance(statement.targets[0], ast.Tuple)
+            and isinstance(statement.value, ast.Tuple) and col is not None):
+        return None
+    names, values = statement.targets[0].elts, statement.value.elts
+    for name, value in zip(names, values):
+        if isinstance(name, ast.Name) and value.col_offset <= col - indent < value.end_col_offset:
+            return name.id
+    return None
 
 
 class Field:
@@ -72,7 +97,10 @@ class Field:
     @data.setter
     def data(self, values):       # `x.data -= ...` assigns the array it updated in place
         if values is not self.data:
-            self._data[...] = values
+            self._write(Ellipsis, values)
+
+    def _write(self, index, values):
+        _observed_write(self, self.data, index, values)
 
     def _allocate(self, shape, by_user=True):
         if self.placed:
@@ -133,11 +161,11 @@ class Field:
         if not np.can_cast(array.dtype, self.dtype.np, casting='same_kind') and array.dtype.kind != self.dtype.np.kind:
             if not (array.dtype.kind in 'iub' and self.dtype.np.kind == 'f'):
                 raise ValueError(f'from_numpy: cannot convert {array.dtype} to {self.dtype} for field {self.name}')
-        self.data[...] = array
+        self._write(Ellipsis, array)
 
     def fill(self, value):
         self.ensure_placed()
-        self.data[...] = value
+        self._write(Ellipsis, value)
 
     def _key(self, index):
         self.ensure_placed()
@@ -161,10 +189,18 @@ class Field:
         return item.item()
 
     def __setitem__(self, index, value):
-        self.data[self._key(index)] = np.asarray(value) if isinstance(value, Matrix) else value
+        self._write(self._key(index), np.asarray(value) if isinstance(value, Matrix) else value)
 
     def copy_from(self, other):
-        self.data[...] = other.data
+        self._write(Ellipsis, other.data)
+
+
+def _observed_write(owner, array, index, values):
+    """Every write from Python to a field or ndarray: a recording tape sees it (engine/tape.py)."""
+    def assign():
+        array[index] = values
+    observer = runtime.write_observer
+    return assign() if observer is None else observer(owner, index, assign)
 
 
 def _as_shape(shape):
@@ -278,17 +314,21 @@ class Ndarray:
         array = np.asarray(array)
         if array.shape != self.data.shape:
             raise ValueError(f'from_numpy: ndarray has shape {self.data.shape}, the array has shape {array.shape}')
-        self.data[...] = array
+        self._write(Ellipsis, array)
 
     def fill(self, value):
-        self.data[...] = value
+        self._write(Ellipsis, value)
+
+    def _write(self, index, values):
+        _observed_write(self, self.data, index, values)
 
     def __getitem__(self, index):
         item = self.data[index]
         return Matrix(item) if self.element_shape else item.item()
 
     def __setitem__(self, index, value):
-        self.data[index] = np.asarray(value) if isinstance(value, Matrix) else value
+        self._write(index if isinstance(index, tuple) else (index,),
+                    np.asarray(value) if isinstance(value, Matrix) else value)
 
 
 def ndarray(dtype, shape, needs_grad=False):

@@ -22,14 +22,21 @@ class GradientCheckError(AssertionError):
     """Autodiff and finite differences disagree beyond the tolerance."""
 
 
-def snapshot_fields():
-    return [(f, f.data.copy()) for f in runtime.program().fields if f.placed and f.role == 'primal']
+def snapshot_fields(ndarrays=()):
+    """Copies of every field's values, and of the given ndarrays'."""
+    fields = [f for f in runtime.program().fields if f.placed and f.role == 'primal']
+    return [(f, values_of(f).copy()) for f in fields + [a for a in ndarrays if not isinstance(a, Field)]]
+
+
+def values_of(obj):
+    """The numpy array of a field, a ti.ndarray or a numpy array."""
+    return obj if isinstance(obj, np.ndarray) else obj.data
 
 
 def restore_fields(snapshot, keep=()):
     for f, data in snapshot:
-        if f not in keep:
-            f.data[...] = data
+        if not any(f is k for k in keep):
+            values_of(f)[...] = data
 
 
 @dataclass
@@ -70,6 +77,17 @@ class GradCheckReport:
         return '\n'.join(lines)
 
 
+def _apply(shift):
+    """Move one entry: shift = (field or ndarray, index, delta), or None."""
+    if shift is not None:
+        obj, index, delta = shift
+        values_of(obj)[index] += delta
+
+
+def _name(obj):
+    return getattr(obj, 'name', None) or f'ndarray{list(obj.data.shape)}'
+
+
 def _default_eps(field):
     return 1e-6 if field.dtype.bits == 64 else 1e-3
 
@@ -90,13 +108,9 @@ def compare(evaluate, loss, fields, samples=16, eps=None, rtol=None, atol=1e-6, 
     for f in fields:
         h = eps or _default_eps(f)
         for index in _sample(f, samples, rng):
-            original = f.data[index].copy()
-            f.data[index] = original + h
-            plus = evaluate()
-            f.data[index] = original - h
-            minus = evaluate()
-            f.data[index] = original
-            report.entries.append(Entry(f.name, tuple(int(i) for i in index), float(grads[f][index]),
+            plus = evaluate((f, index, h))
+            minus = evaluate((f, index, -h))
+            report.entries.append(Entry(_name(f), tuple(int(i) for i in index), float(grads[f][index]),
                                         (plus - minus) / (2 * h)))
     evaluate()     # leave the fields as the unperturbed forward pass left them
     return report
@@ -106,13 +120,18 @@ def check_gradients(fn, loss, fields, samples=16, eps=None, rtol=None, atol=1e-6
     """Run `fn` (kernels computing the 0-D `loss` from `fields`) on a tape and compare the
     gradients with finite differences; returns a GradCheckReport (`.ok`, `.worst()`, str)."""
     from .tape import Tape
-    before = snapshot_fields()
+    for field in fields:
+        if not field.dtype.is_float or getattr(field, 'grad', None) is None:
+            raise TypeError(f'ti.ad.check_gradients: {_name(field)} has dtype {field.dtype} and '
+                            f'no gradient; only float fields and ndarrays with needs_grad=True have one')
+    before = snapshot_fields(fields)
     with Tape(loss):
         fn()
-    after = snapshot_fields()
+    after = snapshot_fields(fields)
 
-    def evaluate():         # from the fields as they were at the call, but the perturbed ones
-        restore_fields(before, keep=fields)
+    def evaluate(shift=None):   # from the fields as they were at the call, one entry moved
+        restore_fields(before)
+        _apply(shift)
         loss[None] = 0
         fn()
         return float(loss[None])
@@ -124,8 +143,8 @@ def check_gradients(fn, loss, fields, samples=16, eps=None, rtol=None, atol=1e-6
 
 def check_tape(tape):
     """Tape(loss, grad_check=[...]): raise GradientCheckError with the report on a mismatch."""
-    def evaluate():
-        tape.replay_forward(keep=tape.grad_check)
+    def evaluate(shift=None):
+        tape.replay_forward(lambda: _apply(shift))
         return float(tape.loss[None])
     report = compare(evaluate, tape.loss, tape.grad_check)
     if not report.ok:

@@ -104,9 +104,11 @@ class Kernel:
         compiled = self.compiled(args)
         launched = compiled if forward.active is None else compiled.with_tangents()
         recorder = tape.recording
-        if recorder is not None:
-            recorder.check(self, compiled, args)
-        result = launched.launch(args)
+        if recorder is not None and recorder.check(self, compiled, args) and launched is compiled:
+            launched = compiled.checked_build()     # checks the rules inside this launch
+            result = compiled.launch_checked(args)
+        else:
+            result = launched.launch(args)
         if recorder is not None:
             recorder.record(self, args, compiled, launched)
         if replay.capturing is not None:
@@ -159,7 +161,7 @@ class Kernel:
         return build_native(self, body, layout, prog)
 
 
-def build_native(kernel, body, layout, prog, suffix=''):
+def build_native(kernel, body, layout, prog, suffix='', shadow=()):
     """IR -> loaded native code, wrapped for launching (from the disk cache when there)."""
     global compile_seconds
     start = time.perf_counter()
@@ -168,24 +170,25 @@ def build_native(kernel, body, layout, prog, suffix=''):
     if prog.config.interpret:       # ti.init(interpret=True): no native code, no disk cache
         from .interpret import InterpretedKernel
         return InterpretedKernel(kernel, layout, prog, body)
-    address = _load_or_compile(f'{kernel.name}{suffix}', body, layout, prog)
+    address = _load_or_compile(f'{kernel.name}{suffix}', body, layout, prog, shadow)
     compile_seconds += time.perf_counter() - start
     return CompiledKernel(kernel, address, layout, prog, body)
 
 
-def _load_or_compile(name, body, layout, prog):
+def _load_or_compile(name, body, layout, prog, shadow=()):
     """The entry address of the kernel's native code. With a cache key, the symbol names
     derive from the key, so an entry compiled by another process loads unchanged."""
     global compile_count
     config = prog.config
-    key = None if config.debug or not config.offline_cache else cache.key(name, body, layout.ret_offset)
+    # debug and checked builds name source lines by this program's location table: never cached
+    key = None if config.debug or shadow or not config.offline_cache else cache.key(name, body, layout.ret_offset)
     if key is not None and key in _loaded:
         return _loaded[key]
     symbol = f'{name}_{key[:24]}' if key else f'{name}_{next(_symbol_ids)}'
     entry = codegen.KernelModule.main_symbol_of(symbol)
     obj = cache.load(config.cache_dir, key) if key else None
     if obj is None:
-        llvm_ir, entry = codegen.generate(symbol, body, layout.ret_offset, config.debug, prog)
+        llvm_ir, entry = codegen.generate(symbol, body, layout.ret_offset, config.debug, prog, shadow)
         obj = jit.compile_ir(llvm_ir)
         compile_count += 1
         if key:
@@ -291,6 +294,9 @@ class CompiledKernel:
         self.adjoint_epoch = None
         self.tangents = None
         self.summary = None
+        self.checked = None             # the build that checks the rules (engine/rules.py)
+        self.checked_args = set()       # arguments it was launched with on a tape
+        self.constant_adjoint = None
 
     def access_summary(self):
         """Its field accesses, for the global data access rules (computed once)."""
@@ -307,6 +313,38 @@ class CompiledKernel:
             self.adjoint = build_native(self.kernel, body, self.layout, self.program, '_grad')
             self.adjoint_epoch = epoch
         return self.adjoint
+
+    def checked_build(self):
+        """This kernel with shadow words for the fields it may access against the rules."""
+        if self.checked is None:
+            self.checked = build_native(self.kernel, self.body, self.layout, self.program, '_checked',
+                                        shadow=self.access_summary().unproven)
+            self.checked.check_errors = True
+        return self.checked
+
+    def launch_checked(self, args):
+        """A launch that reports the first rule broken inside it (an AutodiffRuleError)."""
+        tables = []
+        for target in self.access_summary().unproven:
+            array = target._data if isinstance(target, Field) else _as_array(args[target.index])
+            tables += [np.zeros(array.size, dtype=np.int32), np.zeros(array.size, dtype=np.int64)]
+        table = np.array([t.ctypes.data for t in tables], dtype=np.uint64)
+        words = self.program.runtime_buffer
+        words[runtime.RT_SHADOW] = table.ctypes.data
+        try:
+            return self.checked_build().launch(args)
+        finally:
+            words[runtime.RT_SHADOW] = 0
+
+    def constant_adjoint_compiled(self):
+        """The backward pass of a no_grad launch: its stores end the gradient of what they
+        overwrote (their values are constants to the tape), nothing flows into its inputs."""
+        epoch = self.program.grad_epoch
+        if self.constant_adjoint is None or self.constant_adjoint[0] != epoch:
+            body = reverse.adjoint(self.body, constant=True)
+            self.constant_adjoint = (epoch, build_native(self.kernel, body, self.layout, self.program,
+                                                         '_nograd'))
+        return self.constant_adjoint[1]
 
     def with_tangents(self):
         """This kernel in forward mode (primal and tangents), compiled on first use and again

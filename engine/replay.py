@@ -133,12 +133,23 @@ class Recording:
         self.calls = self.launches.calls
         self.replayable = True     # False when the tape had to add Python steps to it
         self._functions = None
+        self.checked = False       # its launches were checked on a tape, one by one
+        self.footprint = None      # what it reads and modifies (engine/rules.py, TapeChecker.replay)
 
     def add(self, kernel, args, compiled, launched):
         if compiled.unpack_return is not None:
             raise CaptureError(f'{self.name}: kernel {kernel.name} returns a value to Python; a '
                                f'captured function cannot use it (replays do not run Python)')
         self.launches.add(compiled, launched.buffer, kernel, args)
+
+    def ndarrays_with_grad(self):
+        """The ndarray arguments with a gradient that its launches use."""
+        found = {}
+        for (kernel, args), compiled in zip(self.calls, self.launches.kernels):
+            for k, *_ in compiled.layout.ndarrays:
+                if getattr(args[k], 'grad', None) is not None:
+                    found[id(args[k])] = args[k]
+        return list(found.values())
 
     def replay(self):
         if self._functions is None:
@@ -176,8 +187,8 @@ class Capture:
             return None
         if not recording.replayable:
             return self.fn(*args)
-        if tape.recording is not None:
-            tape.recording.record_replay(recording)
+        if tape.recording is not None and not tape.recording.record_replay(recording):
+            return self.fn(*args)   # the tape checks and records its launches one by one
         recording.replay()
         return None
 
@@ -185,11 +196,14 @@ class Capture:
         global capturing
         if capturing is not None:
             raise CaptureError(f'ti.capture: {self.name} is called while {capturing.name} is captured')
+        from . import tape
         recording = capturing = Recording(self.name)
         try:
             result = self.fn(*args)
         finally:
             capturing = None
+        # under a checking tape its launches were just checked one by one
+        recording.checked = tape.recording is not None and tape.recording.checker is not None
         if result is not None:
             raise CaptureError(f'{self.name}: a captured function must return None '
                                f'(replays do not run its Python code)')

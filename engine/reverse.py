@@ -39,9 +39,13 @@ class AdStack:
     """Identity of one serial loop's stack of carried locals."""
 
 
-def adjoint(body):
-    """The IR of the adjoint kernel of `body` (the primal kernel's IR)."""
-    return ReversePass().run(without_jumps(body))
+def adjoint(body, constant=False):
+    """The IR of the adjoint kernel of `body` (the primal kernel's IR). `constant`: the
+    kernel's results are constants (a no_grad kernel): its stores only use up the adjoints
+    of the elements they overwrite."""
+    rp = ReversePass()
+    rp.constant = constant
+    return rp.run(without_jumps(body))
 
 
 class ReversePass:
@@ -61,6 +65,7 @@ class ReversePass:
         self.trips = {}               # primal loop with a run-time exit -> local counting its iterations
         self.stale = set()            # kernel-scope locals a parallel loop accumulated into
         self.snapshots = {}           # loop -> [(outer local, key of its value at loop start)]
+        self.constant = False         # no adjoint flows (a no_grad kernel's stores)
 
     def run(self, body):
         with building(self.out):
@@ -367,7 +372,7 @@ class ReversePass:
 
     def accumulate(self, stmt, delta):
         """adjoint(stmt) += delta; atomically when threads share the cell."""
-        if stmt.op in _NO_ADJOINT - {'alloca'} or not stmt.dtype.is_float:
+        if self.constant or stmt.op in _NO_ADJOINT - {'alloca'} or not stmt.dtype.is_float:
             return
         cell = self.adj_cell(stmt)
         delta = ops.as_value(delta, stmt.dtype)

@@ -1,36 +1,43 @@
-"""The global data access rules of reverse mode, checked instead of trusted.
+"""The global data access rules of reverse mode: enforced exactly, or made to hold.
 
-Adjoint kernels recompute primal values from the fields (fields are the
-checkpoints), so a field element must hold, when the backward pass runs, the
-value the forward pass read:
-- rule 1: an element that was read is not overwritten or accumulated into later;
-- rule 2: after its first write, an element is only accumulated into (`+=`) or
-  overwritten without being read; the adjoint of a plain store uses up the element's
-  adjoint, so an overwrite gives the gradient of the last write (as in Taichi).
-Fields that steer control flow or indexing (the EWMA example) fall under rule 1
-like any other read.
+Adjoint kernels recompute primal values from the fields (fields are the checkpoints),
+so an element must hold, when a launch's adjoint runs, the value that launch read.
 
-Two checks:
-- in one kernel, at the adjoint's compilation (`kernel_violation`): a read or
-  write followed, in program order, by a write of provably the same element
-  (the same index values: loop indices, arguments, constants);
-- across the launches of a tape, at run time (`LaunchChecker`): every access's
-  first index is resolved with the launch's arguments to a range of slots (time
-  steps, usually); a write of slots an earlier launch read (rule 1) is an error. One pattern has a right answer and is handled: a 0-D
-  field read by one launch and accumulated into by a later one is saved before
-  the accumulation and restored for the backward pass of the earlier launches.
+Inside one launch nothing can be restored between two of its accesses, so there the
+rules are errors (AutodiffRuleError naming the rule, the field, the kernel and the line):
+- rule 1: an element that was read is not modified (overwritten or accumulated into)
+  later in the launch: in a later loop, a later iteration of a serial loop, or another
+  statement of the same iteration;
+- rule 2: the same after a first write (written, read, written again: `loss *= x`);
+- a race: in a parallel loop, an element one iteration modifies is read or stored by
+  another (the forward result, and so its gradient, depends on the schedule);
+- a lost gradient: a float field (or ndarray) without a gradient written from values
+  with one and read back into a differentiable result: the gradient would be zero.
+They are checked in two steps. At compilation (`KernelSummary`), every pair of accesses
+to a field is examined: an early error for a violation provable from the indices alone,
+and the set of fields whose safety cannot be proven (`unproven`). For those, launches on
+a tape run a checked build of the kernel (engine/codegen.py, `shadow`) that keeps two
+shadow words per element (the line of its last read; the loop, iteration and kind of its
+last write) and reports the first violation exactly, whatever the indices: aliases,
+data-dependent indices, iteration order.
+
+Across launches every read-then-modify has a right answer, so it is computed, not
+refused (`TapeChecker`): each access has a box of the elements it can touch (per axis:
+a constant, an argument plus a constant, or the whole axis), resolved with the launch's
+arguments; the tape marks what launches read, and before a launch, a no_grad launch or
+a Python write modifies marked elements, it saves them (and their tangents) and the
+backward pass puts them back after that launch's adjoint. A Python write or a no_grad
+store also ends the gradient of what it overwrote (its value is a constant to the tape).
 """
 import numpy as np
 
-from .errors import TaichiCompilationError
+from .errors import AutodiffRuleError
 from .fields import Field
 from .ir import BLOCK_ATTRS, walk
 
 READ, STORE, ADD = 'read', 'store', 'accumulate'
-
-
-class AutodiffRuleError(TaichiCompilationError):
-    """A global data access rule is broken: the gradient would be wrong."""
+ACCESS_KINDS = (READ, STORE, ADD)     # as numbered by the checked build (engine/codegen.py)
+__all__ = ['AutodiffRuleError', 'KernelSummary', 'TapeChecker', 'READ', 'STORE', 'ADD']
 
 
 def _kind(stmt):
@@ -43,26 +50,50 @@ def _kind(stmt):
     return STORE if stmt.op == 'atomic' else None
 
 
+def target_name(target):
+    return f'field {target.name}' if isinstance(target, Field) else f'ndarray {target.name}'
+
+
+def has_grad(target):
+    if isinstance(target, Field):
+        return target.dtype.is_float and target.grad is not None and target.grad.placed
+    return getattr(target, 'grad_target', None) is not None
+
+
+class Access:
+    """One load, store or atomic of a field or ndarray, with where it sits in the kernel."""
+    __slots__ = ('stmt', 'kind', 'target', 'branches', 'unit', 'loops', 'order')
+
+    def __init__(self, stmt, kind, branches, unit, loops, order):
+        self.stmt, self.kind, self.target = stmt, kind, stmt.attrs['target']
+        self.branches = branches    # (if statement id, branch) pairs it is nested in
+        self.unit = unit            # the top-level parallel loop it is in, or None (serial code)
+        self.loops = loops          # the serial loops (and whiles) around it inside its unit
+        self.order = order          # position in program order
+
+    @property
+    def indices(self):
+        return self.stmt.args if self.stmt.op == 'global_load' else self.stmt.args[:-1]
+
+
 def field_accesses(body):
-    """(stmt, kind, branches) of every access to a field, in program order; `branches`:
-    the (if statement, branch) pairs it is nested in."""
+    """Every access to a field or ndarray, in program order."""
     out = []
 
-    def visit(block, branches):
+    def visit(block, branches, unit, loops, top):
         for s in block.stmts:
             kind = _kind(s)
-            if kind and isinstance(s.attrs.get('target'), Field):
-                out.append((s, kind, branches))
-            for name in BLOCK_ATTRS.get(s.op, ()):
-                visit(s.attrs[name], branches + ((id(s), name),) if s.op == 'if' else branches)
-    visit(body, ())
+            if kind and 'target' in s.attrs:
+                out.append(Access(s, kind, branches, unit, loops, len(out)))
+            if s.op == 'for' and top and s.attrs['parallel']:
+                visit(s.attrs['body'], branches, s, loops, False)
+            elif s.op in ('for', 'while'):
+                visit(s.attrs['body'], branches, unit, loops + (s,), False)
+            elif s.op == 'if':
+                for name in BLOCK_ATTRS['if']:
+                    visit(s.attrs[name], branches + ((id(s), name),), unit, loops, top)
+    visit(body, (), None, (), True)
     return out
-
-
-def _exclusive(a, b):
-    """Accesses in different branches of one `if` never both run."""
-    taken = dict(a)
-    return any(taken.get(stmt, name) != name for stmt, name in b)
 
 
 def single_assignments(body):
@@ -83,99 +114,286 @@ def resolve(stmt, assigned):
     return stmt
 
 
-def _index_key(stmt, assigned):
-    """Statements with equal keys hold equal values wherever both are evaluated."""
-    stmt = resolve(stmt, assigned)
-    return ('const', stmt.attrs['value']) if stmt.op == 'const' else ('stmt', id(stmt))
+def split_shift(stmt, assigned):
+    """(base statement, constant) with stmt == base + constant; base None for a constant."""
+    stmt, shift = resolve(stmt, assigned), 0
+    while stmt.op in ('add', 'sub'):
+        step = resolve(stmt.args[1], assigned)
+        if step.op != 'const':
+            break
+        shift += step.attrs['value'] * (1 if stmt.op == 'add' else -1)
+        stmt = resolve(stmt.args[0], assigned)
+    if stmt.op == 'const':
+        return None, stmt.attrs['value'] + shift
+    return stmt, shift
 
 
-def _element(stmt, ndim, assigned):
-    return (stmt.attrs['target'].id, stmt.attrs['component'],
-            tuple(_index_key(a, assigned) for a in stmt.args[:ndim]))
+def _exclusive(a, b):
+    """Accesses in different branches of one `if` never both run (in one pass over it)."""
+    taken = dict(a.branches)
+    return any(taken.get(stmt, name) != name for stmt, name in b.branches)
 
 
-def _where(stmt):
-    return f'line {stmt.loc.lineno}' if stmt.loc else 'somewhere'
+def _same_element(a, b, assigned):
+    """Provably the same element: equal index values wherever both run."""
+    if a.target is not b.target or a.stmt.attrs['component'] != b.stmt.attrs['component']:
+        return False
+    for x, y in zip(a.indices, b.indices):
+        (bx, sx), (by, sy) = split_shift(x, assigned), split_shift(y, assigned)
+        if bx is not by or sx != sy:
+            return False
+    return True
 
 
-def kernel_violation(body):
-    """The first rule broken inside one kernel (an AutodiffRuleError), or None."""
-    seen = {}       # element -> [(kind, stmt)] in program order
-    assigned = single_assignments(body)
-    for stmt, kind, branches in field_accesses(body):
-        field = stmt.attrs['target']
-        element = _element(stmt, len(field.shape), assigned)
-        earlier = [(k, s) for k, s, b in seen.setdefault(element, []) if not _exclusive(b, branches)]
-        if kind == STORE:
-            write = next((s for k, s in earlier if k != READ), None)
-            read = next((s for k, s in earlier if k == READ), None)
-            if write is not None and read is not None:      # e.g. `loss[None] *= x` after `+=`
-                return _error(2, stmt, f'field {field.name} is written at {_where(write)}, read, and '
-                              f'written again here from what was read; after the first write an '
-                              f'element may only be accumulated into (`+=`) or overwritten '
-                              f'without reading it')
-        if kind != READ:
-            read = next((s for k, s in earlier if k == READ), None)
-            if read is not None:
-                return _error(1, stmt, f'field {field.name} is read at {_where(read)} and then '
-                              f'{"overwritten" if kind == STORE else "accumulated into"} here; the '
-                              f'backward pass would read the new value. Write the result to another '
-                              f'field (or another time step) instead')
-        seen[element].append((kind, stmt, branches))
-    return None
+def _different_elements(a, b, assigned):
+    """Provably different elements, when both run in one pass over the code around them
+    (one iteration of their loop): at some axis a different constant from one base."""
+    if a.stmt.attrs['component'] != b.stmt.attrs['component']:
+        return True
+    for x, y in zip(a.indices, b.indices):
+        (bx, sx), (by, sy) = split_shift(x, assigned), split_shift(y, assigned)
+        if bx is by and sx != sy:
+            return True
+    return False
 
 
+# --- compile time: one kernel ---------------------------------------------------------
 def _error(rule, stmt, message):
     return AutodiffRuleError(f'global data access rule {rule} is broken: {message}', stmt.loc)
 
 
-# --- across launches -----------------------------------------------------------------
-class _FirstIndex:
-    """How an access's first index depends on the launch: a constant ('const', value), a
-    kernel argument plus a constant ('arg', argument position, shift), or anything else
-    ('all': every slot)."""
+def _where(stmt):
+    return f'line {stmt.loc.lineno}' if stmt.loc else 'an earlier line'
 
-    def __init__(self, stmt, arg_positions, assigned):
-        self.kind, self.value, self.shift = 'all', 0, 0
-        index = resolve(stmt.args[0], assigned) if stmt.args else None
-        while index is not None and index.op in ('add', 'sub'):
-            step = resolve(index.args[1], assigned)
-            if step.op != 'const':
-                break
-            self.shift += step.attrs['value'] * (1 if index.op == 'add' else -1)
-            index = resolve(index.args[0], assigned)
-        if index is None:
-            self.kind = 'const'                        # a 0-D field: its single slot
-        elif index.op == 'const':
-            self.kind = 'const'
-            self.value, self.shift = index.attrs['value'] + self.shift, 0
-        elif index.op == 'arg' and index.attrs['offset'] in arg_positions:
-            self.kind, self.value = 'arg', arg_positions[index.attrs['offset']]
 
-    def slots(self, args, size):
-        if self.kind == 'all':
-            return slice(0, size)
-        at = int(self.value if self.kind == 'const' else args[self.value]) + int(self.shift)
-        return slice(at, at + 1) if 0 <= at < size else slice(0, 0)
+def kernel_violation(accesses, assigned):
+    """The first violation provable from the indices alone (an early error), or None: a
+    read or write followed, in one pass over the code, by a write of the same element."""
+    seen = {}
+    for acc in accesses:
+        key = (id(acc.target), acc.stmt.attrs['component'])
+        earlier = [e for e in seen.get(key, ()) if not _exclusive(e, acc) and _same_element(e, acc, assigned)
+                   and e.unit is acc.unit and _encloses(e.loops, acc.loops)]
+        seen.setdefault(key, []).append(acc)
+        if acc.kind == READ:
+            continue
+        read = next((e for e in earlier if e.kind == READ), None)
+        if read is None:
+            continue
+        wrote = any(e.kind != READ and e.order < read.order for e in earlier)
+        return _error(2 if wrote else 1, acc.stmt, rule_message(
+            2 if wrote else 1, acc.target, read.stmt.loc and read.stmt.loc.lineno, acc.kind))
+    return None
+
+
+def _encloses(outer, inner):
+    """The loops `outer` are the outermost of the loops `inner`."""
+    return len(outer) <= len(inner) and all(a is b for a, b in zip(outer, inner))
+
+
+def rule_message(rule, target, read_line, kind):
+    what = 'overwritten' if kind == STORE else 'accumulated into'
+    where = f'at line {read_line}' if read_line else 'earlier'
+    if rule == 2:
+        return (f'{target_name(target)} is written, read {where} and {what} again here; after its '
+                f'first write an element may only be accumulated into (`+=`) or overwritten '
+                f'without reading it')
+    return (f'{target_name(target)} is read {where} and then {what} here; the backward pass '
+            f'would read the new value. Write the result to another field (or another time '
+            f'step) instead')
+
+
+def race_message(target, kind):
+    return (f'{target_name(target)} has an element that one iteration of this parallel loop '
+            f'{"reads" if kind == READ else "writes"} and another iteration writes; the result '
+            f'depends on the order the threads run in, and so would its gradient. Give each '
+            f'iteration its own elements, accumulate with `+=`, or serialize the loop '
+            f'(ti.loop_config(serialize=True))')
+
+
+def _coordinate(stmt, index, assigned):
+    """How an index derives from a parallel loop's index (ndrange's `//` and `%`
+    decomposition), as a nested tuple, or None."""
+    stmt = resolve(stmt, assigned)
+    if stmt is index:
+        return ('i',)
+    if stmt.op in ('mod', 'floordiv') and resolve(stmt.args[1], assigned).op == 'const':
+        inner = _coordinate(stmt.args[0], index, assigned)
+        if inner is not None:
+            return (stmt.op, resolve(stmt.args[1], assigned).attrs['value'], inner)
+    if stmt.op == 'cast':
+        return _coordinate(stmt.args[0], index, assigned)
+    return None
+
+
+def _owner_signature(acc, assigned):
+    """{axis: (coordinate, shift)} of the loop-index coordinates in an access's indices."""
+    index = acc.unit.attrs['index']
+    sig = {}
+    for axis, x in enumerate(acc.indices):
+        base, shift = split_shift(x, assigned)
+        coord = _coordinate(base, index, assigned) if base is not None else None
+        if coord is not None:
+            sig[axis] = (coord, shift)
+    return sig
+
+
+def _covers(coords, expr=('i',)):
+    """The coordinates determine the loop index: two iterations touch different elements."""
+    if expr in coords:
+        return True
+    return any(c[0] == 'mod' and c[2] == expr and _covers(coords, ('floordiv', c[1], expr)) for c in coords)
+
+
+def _iterations_disjoint(accesses, assigned):
+    """No element is touched by two iterations of a parallel loop in a conflicting way:
+    only reads, only accumulations, or every access owned by its iteration (the same
+    loop-index coordinates at the same axes)."""
+    kinds = {a.kind for a in accesses}
+    if kinds <= {READ} or kinds <= {ADD}:
+        return True
+    signatures = [_owner_signature(a, assigned) for a in accesses]
+    first = signatures[0]
+    return all(s == first for s in signatures) and _covers({c for c, _ in first.values()})
+
+
+def unproven_targets(accesses, assigned):
+    """Fields and ndarrays whose accesses the compiler cannot prove rule-abiding: launches
+    on a tape check them element by element."""
+    by_target = {}
+    for acc in accesses:
+        by_target.setdefault(acc.target, []).append(acc)
+    unproven = []
+    for target, group in by_target.items():
+        kinds = {a.kind for a in group}
+        if kinds <= {READ} or kinds <= {ADD}:
+            continue
+        units = {}
+        for a in group:
+            if a.unit is not None:
+                units.setdefault(a.unit, []).append(a)
+        if not all(_iterations_disjoint(g, assigned) for g in units.values()) or _read_then_modified(group, assigned):
+            unproven.append(target)
+    return unproven
+
+
+def _read_then_modified(group, assigned):
+    """Some element may be read and then modified within one iteration or serial code."""
+    reads = [a for a in group if a.kind == READ]
+    for m in group:
+        if m.kind == READ:
+            continue
+        for r in reads:
+            if {id(loop) for loop in r.loops} & {id(loop) for loop in m.loops}:
+                return True         # a later iteration of a loop around both
+            if r.order < m.order and not (r.unit is m.unit and _different_elements(r, m, assigned)):
+                return True
+    return False
+
+
+def cut_targets(accesses, body):
+    """{float field or ndarray without a gradient: its first write of a value computed
+    from one with a gradient}, and the names of those with one read."""
+    sources = {id(a.stmt): a.target.name for a in accesses if a.kind == READ and has_grad(a.target)}
+    if not sources:
+        return {}, []
+    tainted = _taint(body, lambda s: id(s) in sources)
+    cut = {}
+    for a in accesses:
+        if a.kind != READ and not has_grad(a.target) and a.target.dtype.is_float and a.stmt.args[-1] in tainted:
+            cut.setdefault(a.target, a)
+    return cut, sorted(set(sources.values()))
+
+
+def lost_gradient(accesses, body):
+    """A float field or ndarray without a gradient written from differentiable values and
+    read back, later in the kernel, into a differentiable result: the gradient through it
+    would be zero. Returns an AutodiffRuleError or None."""
+    cut, names = cut_targets(accesses, body)
+    if not cut:
+        return None
+    readers = {id(a.stmt): a for a in accesses if a.kind == READ and a.target in cut
+               and a.order > cut[a.target].order}
+    carried = _taint(body, lambda s: id(s) in readers)
+    for a in accesses:
+        if a.kind != READ and has_grad(a.target) and a.stmt.args[-1] in carried:
+            target = next(r.target for r in readers.values())
+            return AutodiffRuleError(
+                f'the gradient would be lost: {target_name(target)} is written at '
+                f'{_where(cut[target].stmt)} from {", ".join(names)}, which have gradients, and '
+                f'read back into {target_name(a.target)} here, but {target.name} has no gradient. '
+                f'Declare it with needs_grad=True; if it is meant as a constant, wrap the value '
+                f'in ti.stop_grad', a.stmt.loc)
+    return None
+
+
+def _taint(body, is_source):
+    """Float values computed from a source (through arithmetic and locals)."""
+    tainted, cells = set(), set()
+    for _ in range(3):          # loops carry taint to earlier statements: iterate
+        for s in walk(body):
+            if s.op == 'local_store':
+                if s.args[1] in tainted:
+                    cells.add(s.args[0])
+            elif s.op == 'local_load':
+                if s.args[0] in cells:
+                    tainted.add(s)
+            elif s.op == 'local_atomic':
+                if s.args[1] in tainted:
+                    cells.add(s.args[0])
+            elif s.dtype is not None and s.dtype.is_float and s.op != 'stop_grad' and (
+                    is_source(s) or any(a in tainted for a in s.args)):
+                tainted.add(s)
+    return tainted
+
+
+# --- boxes: the elements an access can touch, per launch -------------------------------
+class Box:
+    """Per axis: ('const', value), ('arg', position, shift) or None (the whole axis)."""
+
+    def __init__(self, acc, arg_positions, assigned):
+        self.axes = []
+        for x in acc.indices:
+            base, shift = split_shift(x, assigned)
+            if base is None:
+                self.axes.append(('const', shift))
+            elif base.op == 'arg' and base.attrs['offset'] in arg_positions:
+                self.axes.append(('arg', arg_positions[base.attrs['offset']], shift))
+            else:
+                self.axes.append(None)
+        self.axes = tuple(self.axes)
+
+    def index(self, args, shape):
+        """A numpy index of the elements (an empty slice when a point is out of range)."""
+        out = []
+        for axis, n in zip(self.axes, shape):
+            if axis is None:
+                out.append(slice(None))
+                continue
+            at = int(axis[1]) if axis[0] == 'const' else int(args[axis[1]]) + int(axis[2])
+            out.append(at if 0 <= at < n else slice(0, 0))
+        return tuple(out)
 
 
 class KernelSummary:
-    """What the checks need of one compiled kernel: its first in-kernel violation (or None)
-    and its accesses grouped per (field, kind, first index)."""
+    """What the rules need of one compiled kernel, computed once."""
 
     def __init__(self, body, layout):
-        self.violation = kernel_violation(body)
-        positions = {offset: k for k, offset in layout.offsets.items()}
+        accesses = field_accesses(body)
         assigned = single_assignments(body)
+        self.violation = kernel_violation(accesses, assigned) or lost_gradient(accesses, body)
+        self.unproven = unproven_targets(accesses, assigned)
+        positions = {offset: k for k, offset in layout.offsets.items()}
         groups = {}
-        for stmt, kind, _ in field_accesses(body):
-            first = _FirstIndex(stmt, positions, assigned)
-            key = (stmt.attrs['target'], kind, first.kind, first.value, first.shift)
-            groups.setdefault(key, (stmt.attrs['target'], kind, first, stmt))
+        for acc in accesses:
+            box = Box(acc, positions, assigned)
+            groups.setdefault((acc.target, acc.kind, box.axes), (acc.target, acc.kind, box, acc.stmt))
         self.accesses = list(groups.values())
-        self.reads = {f: stmt for f, kind, _, stmt in reversed(self.accesses) if kind == READ}
-        self.writes = {f: stmt for f, kind, _, stmt in reversed(self.accesses) if kind != READ}
-        fields = list(self.reads) + list(self.writes)
+        self.reads = {t: s for t, kind, _, s in reversed(self.accesses) if kind == READ}
+        self.writes = {t: s for t, kind, _, s in reversed(self.accesses) if kind != READ}
+        self.stores_with_grad = any(kind == STORE and has_grad(t) for t, kind, _, _ in self.accesses)
+        self._body, self._all = body, accesses
+        fields = [t for t in list(self.reads) + list(self.writes) if isinstance(t, Field)]
         self.program = fields[0].program if fields else None
         self._flow = (None, None)
 
@@ -184,70 +402,145 @@ class KernelSummary:
         fields without one it writes), recomputed when a gradient has been placed since."""
         epoch = self.program.grad_epoch if self.program is not None else 0
         if self._flow[0] != epoch:
-            sources = ', '.join(f.name for f in self.reads if _has_grad(f))
-            self._flow = (epoch, (any(_has_grad(f) for f in self.writes), sources,
-                                  [f for f in self.writes if f.dtype.is_float and not _has_grad(f)]))
+            cut, names = cut_targets(self._all, self._body)
+            self._flow = (epoch, (any(has_grad(t) for t in self.writes), ', '.join(names), list(cut)))
         return self._flow[1]
 
 
-class LaunchChecker:
-    """Per field: which slots earlier launches of the tape read."""
+# --- run time: across the launches of a tape -------------------------------------------
+class Target:
+    """A field, or the array behind an ndarray argument, as the tape sees it."""
+
+    def __init__(self, data, name, dual=None, grad=None, shape=None):
+        self.data, self.name, self.dual, self.grad = data, name, dual, grad
+        self.shape = data.shape if shape is None else shape
+        self.marks = np.zeros(self.shape, dtype=bool)   # elements an earlier launch read
+        self.written = np.zeros(self.shape, dtype=bool)  # elements an earlier launch modified
+
+
+def plain_target(obj, name='ndarray'):
+    """The Target of a field, or of an ndarray (ti.ndarray or numpy array)."""
+    if isinstance(obj, Field):
+        return field_target(obj)
+    array, grad = getattr(obj, 'data', obj), getattr(obj, 'grad', None)
+    element = len(getattr(obj, 'element_shape', ()))
+    return Target(array, name, None, getattr(grad, 'data', grad),
+                  array.shape[:array.ndim - element] if element else array.shape)
+
+
+def field_target(field):
+    dual = field.dual._data if field.dual is not None and field.dual.placed else None
+    grad = field.grad._data if has_grad(field) else None
+    return Target(field._data, field.name, dual, grad, field.shape)
+
+
+class TapeChecker:
+    """Per field and ndarray: which elements launches on the tape read. Before a write
+    that modifies read elements, `saves` names what to keep for the backward pass."""
 
     def __init__(self):
-        self.read = {}      # field -> bool array of slots
-        self.cut = {}       # float field without a gradient -> (kernel, fields) that wrote it from fields with one
+        self.targets = {}       # id(field or array) -> Target
+        self.cut = {}           # float field without a gradient -> (kernel, fields) that wrote it from fields with one
 
-    def _slots(self, table, field):
-        marks = table.get(field)
-        if marks is None:
-            marks = table[field] = np.zeros(field.shape[0] if field.shape else 1, dtype=bool)
-        return marks
+    def target(self, obj, args=None):
+        """The Target of a Field, of an ndarray, or of an ndarray argument (an NdarrayArg
+        and the launch's args)."""
+        if isinstance(obj, Field):
+            key = id(obj)
+            found = self.targets.get(key)
+            if found is None or found.data is not obj._data:
+                found = self.targets[key] = field_target(obj)
+            return found
+        value = obj if args is None else args[obj.index]
+        array = getattr(value, 'data', value)
+        found = self.targets.get(id(array))
+        if found is None or found.data is not array:
+            found = self.targets[id(array)] = plain_target(value, getattr(obj, 'name', 'ndarray'))
+        return found
 
-    def check(self, summary, args, kernel_name):
-        """Before a launch: the 0-D fields to save (read earlier, written now); raises on a
-        violation; then marks this launch's accesses."""
-        self._check_gradient_flow(summary, kernel_name)
+    def launch(self, summary, args, kernel_name):
+        """Before a launch: ([(Target, numpy index)] of read elements it will modify, which
+        the tape saves; whether it modifies elements earlier launches read or modified);
+        then marks what it reads and modifies. Raises when a gradient would be lost."""
+        if kernel_name is not None:        # None: a no_grad kernel (constants, no gradient flow)
+            self._check_gradient_flow(summary, kernel_name)
+        saves, touched, writes = [], False, []
+        for obj, kind, box, _ in summary.accesses:
+            if kind != READ:
+                target = self.target(obj, args)
+                index = box.index(args, target.shape)
+                if target.marks[index].any():
+                    saves.append((target, index))
+                touched = touched or target.written[index].any()
+                writes.append((target, index))
+        for obj, kind, box, _ in summary.accesses:
+            if kind == READ:
+                target = self.target(obj, args)
+                target.marks[box.index(args, target.shape)] = True
+        for target, index in writes:
+            target.written[index] = True
+        return saves, touched or bool(saves)
+
+    def replay(self, recording):
+        """Before a replay of a captured function (checked once, launch by launch): the
+        saves its writes need of what earlier launches read; then marks what it reads."""
+        if recording.footprint is None:
+            recording.footprint = _footprint(recording.calls, recording.launches.kernels)
         saves = []
-        for field, kind, first, stmt in summary.accesses:
+        for obj, args, kind, mask in recording.footprint:
+            target = self.target(obj, args)
+            if kind != READ and (target.marks & mask).any():
+                saves.append((target, mask))
+        for obj, args, kind, mask in recording.footprint:
             if kind == READ:
-                continue
-            size = field.shape[0] if field.shape else 1
-            slots = first.slots(args, size)
-            if self._slots(self.read, field)[slots].any():
-                if not field.shape and kind == ADD:
-                    saves.append(field)
-                    continue
-                raise _error(1, stmt, f'kernel {kernel_name} {"overwrites" if kind == STORE else "accumulates into"} '
-                             f'field {field.name} where an earlier kernel on the tape read it; the '
-                             f'backward pass would read the new value. Keep every version (e.g. index '
-                             f'the field by time step)')
-        for field, kind, first, stmt in summary.accesses:
-            if kind == READ:
-                size = field.shape[0] if field.shape else 1
-                self._slots(self.read, field)[first.slots(args, size)] = True
+                target = self.target(obj, args)
+                target.marks |= mask
         return saves
+
+    def python_write(self, obj, index):
+        """Before a write from Python to `obj[index]`: (its Target, whether earlier launches
+        read those elements, whether they read or modified them)."""
+        target = self.target(obj)
+        read = bool(target.marks[index].any())
+        touched = read or bool(target.written[index].any())
+        target.written[index] = True
+        return target, read, touched
 
     def _check_gradient_flow(self, summary, kernel_name):
         """A field without a gradient between fields with one cuts the gradient: an error
         (the gradient would be silently zero), unless the reader's outputs have none either."""
         differentiable, sources, plain_writes = summary.gradient_flow()
         if self.cut and differentiable:
-            self._check_cut(summary, kernel_name)
+            for obj, stmt in summary.reads.items():
+                if obj in self.cut:
+                    writer, names = self.cut[obj]
+                    raise AutodiffRuleError(
+                        f'the gradient would be lost: kernel {writer} writes {target_name(obj)} from '
+                        f'{names}, which have gradients, and kernel {kernel_name} reads it here, but '
+                        f'{obj.name} has no gradient. Declare it with needs_grad=True (or place '
+                        f'{obj.name}.grad); if it is meant as a constant, compute it before the tape '
+                        f'or in a ti.ad.no_grad kernel', stmt.loc)
         if sources:
-            for field in plain_writes:
-                self.cut[field] = (kernel_name, sources)
-
-    def _check_cut(self, summary, kernel_name):
-        for field, stmt in summary.reads.items():
-            if field in self.cut:
-                writer, sources = self.cut[field]
-                raise AutodiffRuleError(
-                    f'the gradient would be lost: kernel {writer} writes field {field.name} from '
-                    f'{sources}, which have gradients, and kernel {kernel_name} reads it here, but '
-                    f'{field.name} has no gradient. Declare it with needs_grad=True (or place '
-                    f'{field.name}.grad); if it is meant as a constant, compute it before the tape '
-                    f'or in a ti.ad.no_grad kernel', stmt.loc)
+            for obj in plain_writes:
+                if isinstance(obj, Field):
+                    self.cut[obj] = (kernel_name, sources)
 
 
-def _has_grad(field):
-    return field.grad is not None and field.grad.placed
+def _footprint(calls, compiled):
+    """[(field or NdarrayArg, args, READ or a write, mask)]: the union of the elements the
+    launches read and modify, per field or ndarray."""
+    masks = {}
+    for (_, args), kernel in zip(calls, compiled):
+        for obj, kind, box, _ in kernel.access_summary().accesses:
+            target = plain_target(obj) if isinstance(obj, Field) else plain_target(args[obj.index], obj.name)
+            key = (id(target.data), kind == READ)
+            if key not in masks:
+                masks[key] = (obj, args, READ if kind == READ else STORE, np.zeros(target.shape, dtype=bool))
+            masks[key][3][box.index(args, target.shape)] = True
+    return list(masks.values())
+
+
+def needs_saves(calls, compiled):
+    """Whether launches, run in order on a fresh tape, overwrite what an earlier one read."""
+    checker = TapeChecker()
+    return any(checker.launch(kernel.access_summary(), args, None)[0] for (_, args), kernel in zip(calls, compiled))

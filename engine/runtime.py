@@ -10,7 +10,7 @@ import numpy as np
 
 from . import cache, threadpool
 from . import dtypes as T
-from .errors import (TaichiIndexError, TaichiNonFiniteError, TaichiRuntimeError,
+from .errors import (AutodiffRuleError, TaichiIndexError, TaichiNonFiniteError, TaichiRuntimeError,
                      TaichiZeroDivisionError)
 
 # Slots of the runtime buffer (int64 words).
@@ -19,6 +19,7 @@ RT_ERROR_LOC = 1        # index into Program.locations
 RT_ERROR_FIELD = 2      # field id (or -1-arg for ndarrays)
 RT_RNG_COUNTER = 3      # launches so far, mixed into each launch's random stream
 RT_RNG_SEED = 4
+RT_SHADOW = 5           # the shadow table of a launch checked for the rules (engine/rules.py)
 RT_ERROR_INDEX = 8      # up to 8 index values
 RT_WORDS = 16
 
@@ -26,12 +27,15 @@ ERROR_INDEX = 1
 ERROR_OUT_OF_MEMORY = 2
 ERROR_NON_FINITE = 3
 ERROR_ZERO_DIVISION = 4
+ERROR_RULE1 = 5         # a global data access rule broken inside a launch (RT_ERROR_INDEX:
+ERROR_RULE2 = 6         # the line of the earlier read + 1 (or -1), then the element's offset)
+ERROR_RACE = 7
 
 
 class Config:
     def __init__(self, default_fp=T.f32, default_ip=T.i32, debug=False,
                  cpu_max_num_threads=None, random_seed=0, offline_cache=True,
-                 offline_cache_file_path=None, native_replay=True, ad_validation=True,
+                 offline_cache_file_path=None, native_replay=True, ad_validation=None,
                  interpret=False, **ignored):
         self.default_fp = T.resolve(default_fp)
         self.default_ip = T.resolve(default_ip)
@@ -42,7 +46,14 @@ class Config:
         self.cache_dir = offline_cache_file_path or cache.default_dir()
         self.interpret = bool(interpret)            # run kernels on the IR interpreter (engine/interpret.py)
         self.native_replay = bool(native_replay) and not self.interpret   # off: adjoints launch from Python
-        self.ad_validation = bool(ad_validation)    # the global data access rules (engine/rules.py)
+        # the global data access rules (engine/rules.py): True, False or 'always' (check
+        # every launch inside, not only the first with each arguments)
+        # every launch inside, not only the first with each arguments); the default comes
+        # from $ENGINE_AD_VALIDATION (a test suite sets 'always'), else True
+        if ad_validation is None:
+            ad_validation = {'always': 'always', '0': False, 'off': False}.get(
+                os.environ.get('ENGINE_AD_VALIDATION', ''), True)
+        self.ad_validation = 'always' if ad_validation == 'always' else bool(ad_validation)
 
 
 class Program:
@@ -112,9 +123,13 @@ class Program:
         rt = self.runtime_buffer
         if rt[RT_ERROR_FLAG] == 0:
             return
-        code, loc = int(rt[RT_ERROR_FLAG]), self.locations[int(rt[RT_ERROR_LOC])]
+        code, at = int(rt[RT_ERROR_FLAG]), int(rt[RT_ERROR_LOC])
+        # (a kernel loaded from the disk cache numbers lines by another program's table)
+        loc = self.locations[at] if 0 <= at < len(self.locations) else None
         ident = int(rt[RT_ERROR_FIELD])
         rt[RT_ERROR_FLAG] = 0
+        if code in (ERROR_RULE1, ERROR_RULE2, ERROR_RACE):
+            raise self._rule_error(code, loc, ident, kernel_name, ndarrays)
         if code == ERROR_INDEX:
             if ident >= 0:
                 field = self.fields[ident]
@@ -138,7 +153,36 @@ class Program:
         raise TaichiRuntimeError(f'kernel {kernel_name} reported error {code}')
 
 
+    def _rule_error(self, code, loc, ident, kernel_name, ndarrays):
+        """The AutodiffRuleError of a rule broken inside a checked launch (engine/rules.py)."""
+        from .rules import ACCESS_KINDS, race_message, rule_message
+        rt = self.runtime_buffer
+        read_loc, offset, kind = (int(v) for v in rt[RT_ERROR_INDEX:RT_ERROR_INDEX + 3])
+        if ident >= 0:
+            target = self.fields[ident]
+            shape = target.shape + target.element_shape
+        else:
+            name, shape = (ndarrays or {}).get(-1 - ident, (f'#{-1 - ident}', ()))
+            target = _Named(name)
+        element = tuple(int(i) for i in np.unravel_index(offset, shape)) if shape else ()
+        kind = ACCESS_KINDS[kind]
+        if code == ERROR_RACE:
+            message = race_message(target, kind)
+        else:
+            rule = 2 if code == ERROR_RULE2 else 1
+            earlier = self.locations[read_loc] if 0 <= read_loc < len(self.locations) else None
+            message = (f'global data access rule {rule} is broken: '
+                       + rule_message(rule, target, earlier.lineno if earlier else None, kind))
+        return AutodiffRuleError(f'in kernel {kernel_name} (element {element} of {target.name}): {message}', loc)
+
+
+class _Named:
+    def __init__(self, name):
+        self.name = name
+
+
 _program = None
+write_observer = None       # the recording tape's python_write (engine/tape.py), if any
 
 
 def program() -> Program:

@@ -27,10 +27,14 @@ class Tape:
     and `loss.grad[None]` to 1. On exit: the adjoints run in reverse order."""
 
     def __init__(self, loss=None, clear_gradients=True, validation=None, grad_check=None):
+        config = runtime.program().config
         if validation is None:
-            validation = runtime.program().config.ad_validation
-        self.checker = rules.LaunchChecker() if validation else None
-        self.restored = []      # 0-D fields the backward pass sees at their earlier values
+            validation = config.ad_validation
+        self.checker = rules.TapeChecker() if validation else None
+        # the rules inside a launch: checked at each launch, or at the first launch of each
+        # kernel with each arguments (engine/rules.py)
+        self.check_every_launch = 'always' in (validation, config.ad_validation) or config.debug
+        self.restored = {}      # Targets whose elements a backward pass puts back: id -> Target
         self.seen_ndarrays = {}
         self.loss = loss
         self.clear_gradients = clear_gradients
@@ -43,45 +47,124 @@ class Tape:
         self.snapshot = None
 
     def check(self, kernel, compiled, args):
-        """Before a launch: the global data access rules (engine/rules.py)."""
-        if self.checker is None or self.suspended or kernel.no_grad:
-            return
+        """Before a launch: the global data access rules (engine/rules.py). Saves what the
+        launch will overwrite of what earlier launches read; True when the launch must run
+        the build that checks the rules inside it."""
+        if self.snapshot is not None:
+            self._snapshot_ndarrays(args, compiled.layout.ndarrays)
+        if self.checker is None or self.suspended:
+            return False
         summary = compiled.access_summary()
-        if summary.violation:
+        if not kernel.no_grad and summary.violation:
             raise summary.violation
-        for field in self.checker.check(summary, args, kernel.name):
-            # read by an earlier launch, written by this one: the backward pass of the
-            # earlier launches sees the value from before this write (and, in forward
-            # mode, its tangent from before it: Hessians need both)
-            saved = [(f, f._data.copy()) for f in _with_dual(field)]
-            self.record_custom(lambda saved=saved: _put_back(saved), (),
-                               f'restore {field.name}', forward=lambda: None)
-            self.restored.append(field)
-            if replay.capturing is not None:
-                replay.capturing.replayable = False
+        saves, touched = self.checker.launch(summary, args, None if kernel.no_grad else kernel.name)
+        if saves:
+            self._save(saves, f'kernel {kernel.name}')
+        if kernel.no_grad:
+            if touched and summary.stores_with_grad:
+                # it overwrites what the tape used: the gradient of the old values ends here
+                self.record_custom(lambda *a: compiled.constant_adjoint_compiled().launch(a), args,
+                                   f'{kernel.name} (no_grad)', forward=lambda *a: compiled.launch(a))
+            return False
+        if not summary.unproven:
+            return False
+        if self.check_every_launch:
+            return True
+        key = _args_key(args)
+        if key in compiled.checked_args:
+            return False
+        compiled.checked_args.add(key)
+        return True
+
+    def _snapshot_ndarrays(self, args, ndarrays):
+        """grad_check replays the launches from the state the tape started with: the first
+        time it sees an ndarray, before a launch changes it, it keeps a copy."""
+        from .gradcheck import values_of
+        for k, *_ in ndarrays:
+            array = args[k]
+            if not any(array is a for a, _ in self.snapshot):
+                self.snapshot.append((array, values_of(array).copy()))
+
+    def _save(self, saves, before):
+        """Keep the elements a write is about to change (and their tangents) for the
+        backward pass of the launches before it."""
+        saved = [(t, index, t.data[index].copy(), None if t.dual is None else t.dual[index].copy())
+                 for t, index in saves]
+        self.record_custom(lambda: _put_back(saved), (), f'restore before {before}', forward=lambda: None)
+        for t, _ in saves:
+            self.restored[id(t)] = t
+        if replay.capturing is not None:
+            replay.capturing.replayable = False
 
     def record(self, kernel, args, compiled, launched):
         """A launch of `kernel`: primal code `compiled`, run as `launched` (whose buffer
         holds the packed arguments)."""
-        if not (self.suspended or kernel.no_grad):
-            self.native.add(compiled, launched.buffer, kernel, args)
-            if compiled.layout.ndarrays and self.clear_gradients:
-                self._clear_ndarray_gradients(args, compiled.layout.ndarrays)
+        if self.suspended or kernel.no_grad:
+            return
+        self.native.add(compiled, launched.buffer, kernel, args)
+        if compiled.layout.ndarrays and self.clear_gradients:
+            self._clear_ndarray_gradients(args, compiled.layout.ndarrays)
+
+    def python_write(self, obj, index, assign):
+        """A write from Python (`x[i] = v`, from_numpy, fill) while recording. Over elements
+        no launch on the tape touched yet it sets inputs, as in Taichi (`.grad` is then the
+        gradient with respect to the value written). Over elements launches used, its value
+        is a constant that replaces a version the tape depends on: the backward pass puts
+        back the old values for the launches that read them and ends the gradient there."""
+        if self.suspended or self.checker is None or getattr(obj, 'role', 'primal') != 'primal':
+            return assign()
+        target, read, touched = self.checker.python_write(obj, index)
+        if not touched:
+            return assign()
+        old = (target.data[index].copy(), None if target.dual is None else target.dual[index].copy())
+        assign()
+        new = target.data[index].copy()
+
+        def backward():
+            if read:
+                _put_back([(target, index) + old])
+            if target.grad is not None:
+                target.grad[index] = 0
+
+        def forward():
+            target.data[index] = new
+            if target.dual is not None:
+                target.dual[index] = 0
+        if read:
+            self.restored[id(target)] = target
+        self.record_custom(backward, (), f'write to {target.name} from Python', forward=forward)
 
     def _clear_ndarray_gradients(self, args, ndarrays):
         """Fields' gradients are zeroed on entry; an ndarray's when the tape first sees it."""
         for k, *_ in ndarrays:
-            array = args[k]
-            grad = getattr(array, 'grad', None)
-            if grad is not None and id(array) not in self.seen_ndarrays:
-                self.seen_ndarrays[id(array)] = array
-                grad.fill(0)
+            self.clear_ndarray_gradient(args[k])
+
+    def clear_ndarray_gradient(self, array):
+        grad = getattr(array, 'grad', None)
+        if grad is not None and id(array) not in self.seen_ndarrays:
+            self.seen_ndarrays[id(array)] = array
+            grad.fill(0)
 
     def record_replay(self, recording):
-        """A replay of a captured function: all its launches, as one unit."""
-        if not self.suspended:
-            self.units.append((len(self.native.kernels), Unit(
-                _python_backward(recording), (), recording.name, recording.replay, recording)))
+        """A replay of a captured function: all its launches, as one unit. False when the
+        function must run instead: the first time a tape sees it (its launches are checked
+        one by one; if they need the tape to save something between them, they always run
+        so), and at every call when the tape checks every launch."""
+        if self.suspended:
+            return True
+        if self.checker is not None:
+            if self.check_every_launch or not recording.checked:
+                recording.checked = True
+                recording.replayable = not rules.needs_saves(recording.calls, recording.launches.kernels)
+                return False
+            saves = self.checker.replay(recording)
+            if saves:
+                self._save(saves, f'replay of {recording.name}')
+        for array in recording.ndarrays_with_grad():
+            self.clear_ndarray_gradient(array) if self.clear_gradients else None
+        self.units.append((len(self.native.kernels), Unit(
+            _python_backward(recording), (), recording.name, recording.replay, recording)))
+        return True
 
     def record_custom(self, backward, args, name, forward=None):
         if not self.suspended:
@@ -112,30 +195,35 @@ class Tape:
             self.loss.grad[None] = 1
         if self.grad_check:
             from .gradcheck import snapshot_fields
-            self.snapshot = snapshot_fields()
+            self.snapshot = snapshot_fields(self.grad_check)
         recording = self
+        runtime.write_observer = self.python_write
         return self
 
     def __exit__(self, exc_type, exc, tb):
         global recording
         recording = None
+        runtime.write_observer = None
         if exc_type is None:
             self.grad()
             if self.grad_check:
                 from .gradcheck import check_tape
                 check_tape(self)
 
-    def replay_forward(self, keep=()):
-        """Re-run the recorded launches from the state the tape started with
-        (except the fields in `keep`, which the gradient checker perturbs)."""
+    def replay_forward(self, perturb=None):
+        """Re-run the recorded launches from the state the tape started with (after
+        `perturb()`, with which the gradient checker moves one entry)."""
         from .gradcheck import restore_fields
-        restore_fields(self.snapshot, keep)
+        restore_fields(self.snapshot)
+        if perturb is not None:
+            perturb()
         self.loss[None] = 0
         for _, args, run_forward in self._in_order():
             run_forward(*args)
 
     def grad(self):
-        final = [(f, f._data.copy()) for field in self.restored for f in _with_dual(field)]
+        final = [(t, Ellipsis, t.data.copy(), None if t.dual is None else t.dual.copy())
+                 for t in self.restored.values()]
         try:
             self._backward()
         finally:
@@ -173,14 +261,19 @@ class Tape:
                        lambda k: self.native.kernels[end - 1 - k].kernel.name)
 
 
-def _with_dual(field):
-    dual = field.dual
-    return [field] if dual is None or not dual.placed else [field, dual]
-
-
 def _put_back(saved):
-    for field, value in saved:
-        field._data[...] = value
+    for target, index, value, dual in saved:
+        target.data[index] = value
+        if dual is not None:
+            target.dual[index] = dual
+
+
+def _args_key(args):
+    try:
+        hash(args)
+        return args
+    except TypeError:
+        return tuple(a if isinstance(a, (int, float)) else id(a) for a in args)
 
 
 def _python_backward(recording):
@@ -194,6 +287,9 @@ def _check_loss(loss):
     shape = getattr(loss, 'shape', None)
     if shape != ():
         raise ValueError(f'the loss of ti.ad.Tape must be a 0-D field (shape ()), got shape {shape}')
+    if getattr(loss, 'element_shape', ()):
+        raise ValueError(f'the loss of ti.ad.Tape must be a scalar; {loss.name} holds elements of '
+                         f'shape {loss.element_shape} (sum them into a 0-D scalar field)')
     if loss.grad is None or not loss.grad.placed:
         raise ValueError(f'the loss {loss.name} needs a gradient: declare it with needs_grad=True '
                          f'or call ti.root.lazy_grad()')

@@ -5,7 +5,8 @@ backward + update) with 1 and with 2 threads.
 
 Usage: python scripts/bench.py [--json bench.json] [--sims a,b | --sims none] [--quick]
 Prints a table and writes the numbers as JSON. Timings are medians of repeats. Each
-simulator runs in fresh processes (cold cache, warm cache at 2 threads, warm at 1 thread).
+simulator runs in fresh processes (cold cache, warm cache at 2 threads, warm at 1 thread,
+warm with the global data access rules unchecked: what the rule checker costs).
 """
 import argparse
 import json
@@ -222,8 +223,9 @@ def bench_compile():
     return {'compile_50_line_s': best_of(compile_once, repeats=3)}
 
 
-def run_simulator(name, threads, quick, cache_dir, iterations=3):
-    """In this process: start-up, first iteration, compile time, steady iterations."""
+def run_simulator(name, threads, quick, cache_dir, iterations=3, rules=True):
+    """In this process: start-up, first iteration, compile time, steady iterations
+    (`rules=False`: with the global data access rules unchecked, engine/rules.py)."""
     start = time.perf_counter()
     import sims
     from sims import optimizers
@@ -231,6 +233,9 @@ def run_simulator(name, threads, quick, cache_dir, iterations=3):
     imported = time.perf_counter()
     os.environ['ENGINE_CACHE_DIR'] = cache_dir      # read by the ti.init that create() calls
     sim = sim_class.create(quick=quick, threads=threads)
+    if not rules:
+        from engine import runtime
+        runtime.program().config.ad_validation = False
     created = time.perf_counter()
     optimizer = optimizers.make(sim.cfg.optimizer, sim.parameters(), lr=sim.cfg.lr, clip=sim.cfg.clip)
 
@@ -247,22 +252,26 @@ def run_simulator(name, threads, quick, cache_dir, iterations=3):
 
 
 def bench_simulator(name, quick):
-    """Cold (empty cache, 2 threads), warm (2 threads) and warm with 1 thread, each in a
-    fresh process."""
+    """Cold (empty cache, 2 threads), warm (2 threads), warm with 1 thread and warm with
+    the rules unchecked (2 threads), each in a fresh process."""
     with tempfile.TemporaryDirectory() as cache_dir:
         runs = {}
-        for label, threads in (('cold', 2), ('warm', 2), ('warm1', 1)):
+        for label, threads in (('cold', 2), ('warm', 2), ('warm1', 1), ('norules', 2)):
             command = [sys.executable, __file__, '--worker', name, '--threads', str(threads),
-                       '--cache', cache_dir] + (['--quick'] if quick else [])
+                       '--cache', cache_dir] + (['--quick'] if quick else []) + \
+                (['--no-rules'] if label == 'norules' else [])
             out = subprocess.run(command, capture_output=True, text=True, check=True).stdout
             runs[label] = json.loads(out.strip().splitlines()[-1])
-    cold, warm, single = runs['cold'], runs['warm'], runs['warm1']
+    cold, warm, single, unchecked = runs['cold'], runs['warm'], runs['warm1'], runs['norules']
     return {f'{name}_compile_cold_s': cold['compile_s'], f'{name}_compile_warm_s': warm['compile_s'],
             f'{name}_kernels_compiled_warm': warm['compiled'],
             f'{name}_warm_ready_s': warm['import_s'] + warm['create_s'] + warm['compile_s'],
             f'{name}_first_iter_cold_s': cold['first_iter_s'],
             f'{name}_iter_s_1thread': single['iter_s'], f'{name}_iter_s_2threads': warm['iter_s'],
-            f'{name}_speedup_2threads': single['iter_s'] / warm['iter_s']}
+            f'{name}_speedup_2threads': single['iter_s'] / warm['iter_s'],
+            f'{name}_iter_s_rules_unchecked': unchecked['iter_s'],
+            f'{name}_first_iter_s_rules_unchecked': unchecked['first_iter_s'],
+            f'{name}_first_iter_warm_s': warm['first_iter_s']}
 
 
 def main():
@@ -273,9 +282,10 @@ def main():
     parser.add_argument('--worker', help=argparse.SUPPRESS)
     parser.add_argument('--threads', type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument('--cache', help=argparse.SUPPRESS)
+    parser.add_argument('--no-rules', action='store_true', help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
-        print(json.dumps(run_simulator(args.worker, args.threads, args.quick, args.cache)))
+        print(json.dumps(run_simulator(args.worker, args.threads, args.quick, args.cache, rules=not args.no_rules)))
         return
     ti.init(offline_cache=False)      # the compile benchmarks compile; simulators use the cache
     results = {}

@@ -17,6 +17,11 @@ def kernel_cache_dir(tmp_path_factory):
     os.environ['ENGINE_CACHE_DIR'] = str(tmp_path_factory.mktemp('kernel-cache'))
 
 
+# Every launch on a tape is checked for the global data access rules (engine/rules.py),
+# not only the first of each kernel with each arguments; child processes inherit it.
+os.environ.setdefault('ENGINE_AD_VALIDATION', 'always')
+
+
 @pytest.fixture
 def ti_init():
     ti.init(arch=ti.cpu)
