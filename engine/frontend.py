@@ -469,8 +469,18 @@ class KernelBuilder(ast.NodeVisitor):
         return loaded[0] if shape is None else Matrix._make(shape, loaded)
 
     def visit_Subscript(self, node):
+        element = self._vector_element(node.value)
+        index = self.visit(node.slice) if element is not None else None
+        if element is not None and _constant_component(index, element[0].element_shape):
+            # v[i][k] with a constant k loads one component: reading v[i][0] and writing
+            # v[i][1] touches different elements (engine/rules.py)
+            field, element_index = element
+            comps = index if isinstance(index, tuple) else (index,)
+            return ops.emit('global_load', self._indices(node, field, self.visit(element_index)), field.dtype,
+                            target=field, component=_flat_component(self, node, field.element_shape, comps))
         value = self.visit(node.value)
-        index = self.visit(node.slice)
+        if element is None:
+            index = self.visit(node.slice)
         if isinstance(value, (Field, NdarrayArg)):
             return self._global_load(node, value, index)
         if isinstance(value, Matrix):
@@ -1101,6 +1111,13 @@ _BUILTINS['range'] = _range
 
 def _is_one(x):
     return not ops.is_value(x) and x == 1
+
+
+def _constant_component(comp, shape):
+    """`comp` names one entry of an element of `shape` with compile-time integers."""
+    comps = comp if isinstance(comp, tuple) else (comp,)
+    return len(comps) == len(shape) and all(
+        isinstance(c, (int, np.integer)) and not isinstance(c, bool) and 0 <= c < n for c, n in zip(comps, shape))
 
 
 def _flat_component(kb, node, shape, comp):

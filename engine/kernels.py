@@ -104,9 +104,10 @@ class Kernel:
         compiled = self.compiled(args)
         launched = compiled if forward.active is None else compiled.with_tangents()
         recorder = tape.recording
-        if recorder is not None and recorder.check(self, compiled, args) and launched is compiled:
-            launched = compiled.checked_build()     # checks the rules inside this launch
-            result = compiled.launch_checked(args)
+        shadowed = recorder.check(self, compiled, args) if recorder is not None else None
+        if shadowed and launched is compiled:      # checks the rules inside this launch
+            launched = compiled.checked_build(shadowed)
+            result = compiled.launch_checked(args, shadowed)
         else:
             result = launched.launch(args)
         if recorder is not None:
@@ -295,7 +296,6 @@ class CompiledKernel:
         self.tangents = None
         self.summary = None
         self.checked = None             # the build that checks the rules (engine/rules.py)
-        self.checked_args = set()       # arguments it was launched with on a tape
         self.constant_adjoint = None
 
     def access_summary(self):
@@ -314,25 +314,49 @@ class CompiledKernel:
             self.adjoint_epoch = epoch
         return self.adjoint
 
-    def checked_build(self):
-        """This kernel with shadow words for the fields it may access against the rules."""
-        if self.checked is None:
-            self.checked = build_native(self.kernel, self.body, self.layout, self.program, '_checked',
-                                        shadow=self.access_summary().unproven)
-            self.checked.check_errors = True
-        return self.checked
+    def checked_build(self, targets):
+        """This kernel with shadow words for `targets`, the fields and ndarray arguments it
+        may access against the rules (engine/rules.py)."""
+        key = tuple(targets)
+        if self.checked is None or self.checked[0] != key:
+            build = build_native(self.kernel, self.body, self.layout, self.program, '_checked', shadow=key)
+            build.check_errors = True
+            self.checked = (key, build)
+        return self.checked[1]
 
-    def launch_checked(self, args):
-        """A launch that reports the first rule broken inside it (an AutodiffRuleError)."""
-        tables = []
-        for target in self.access_summary().unproven:
+    def shadowed(self, args):
+        """What a checked launch with these arguments keeps shadow words for: the fields and
+        ndarrays not proven safe, and every ndarray argument that is passed twice (two
+        parameters naming one array are one array to the rules)."""
+        targets = list(self.access_summary().unproven)
+        seen = {}
+        for k, param in self.layout.ndarray_params.items():
+            array = _as_array(args[k])
+            for other_k, other in seen.items():
+                if other is array or other.ctypes.data == array.ctypes.data:
+                    targets += [p for p in (self.layout.ndarray_params[other_k], param) if p not in targets]
+                elif np.shares_memory(other, array):
+                    raise rules.AutodiffRuleError(
+                        f'kernel {self.kernel.name}: ndarray arguments {self.layout.specs[other_k].name} and '
+                        f'{self.layout.specs[k].name} overlap in memory without being the same array; '
+                        f'the rules cannot be checked for them (pass separate arrays or the same one)')
+            seen[k] = array
+        return targets
+
+    def launch_checked(self, args, targets):
+        """A launch that reports the first rule broken inside it (an AutodiffRuleError);
+        arguments naming one array share its shadow words."""
+        tables, shadows = [], {}
+        for target in targets:
             array = target._data if isinstance(target, Field) else _as_array(args[target.index])
-            tables += [np.zeros(array.size, dtype=np.int32), np.zeros(array.size, dtype=np.int64)]
+            if id(array) not in shadows:
+                shadows[id(array)] = (np.zeros(array.size, dtype=np.int32), np.zeros(array.size, dtype=np.int64))
+            tables += shadows[id(array)]
         table = np.array([t.ctypes.data for t in tables], dtype=np.uint64)
         words = self.program.runtime_buffer
         words[runtime.RT_SHADOW] = table.ctypes.data
         try:
-            return self.checked_build().launch(args)
+            return self.checked_build(targets).launch(args)
         finally:
             words[runtime.RT_SHADOW] = 0
 

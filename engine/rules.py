@@ -268,6 +268,10 @@ def unproven_targets(accesses, assigned):
         kinds = {a.kind for a in group}
         if kinds <= {READ} or kinds <= {ADD}:
             continue
+        if _reads_apart_from_writes(group, assigned):
+            group = [a for a in group if a.kind != READ]     # only writes can meet writes
+            if {a.kind for a in group} <= {ADD}:
+                continue
         units = {}
         for a in group:
             if a.unit is not None:
@@ -275,6 +279,20 @@ def unproven_targets(accesses, assigned):
         if not all(_iterations_disjoint(g, assigned) for g in units.values()) or _read_then_modified(group, assigned):
             unproven.append(target)
     return unproven
+
+
+def _reads_apart_from_writes(group, assigned):
+    """Every read and every write of the field differ, at one axis, by a different
+    constant added to the same kernel argument (or are different constants): a rollout
+    reading `x[t, j]` for any j and writing `x[t + 1, i]` never writes what it reads."""
+    def apart(r, w):
+        for x, y in zip(r.indices, w.indices):
+            (bx, sx), (by, sy) = split_shift(x, assigned), split_shift(y, assigned)
+            if bx is by and sx != sy and (bx is None or bx.op == 'arg'):
+                return True
+        return False
+    reads = [a for a in group if a.kind == READ]
+    return all(apart(r, w) for r in reads for w in group if w.kind != READ)
 
 
 def _read_then_modified(group, assigned):
@@ -398,12 +416,13 @@ class KernelSummary:
         self._flow = (None, None)
 
     def gradient_flow(self):
-        """(writes a field with a gradient, names of the fields with one it reads, float
-        fields without one it writes), recomputed when a gradient has been placed since."""
+        """(the fields and ndarrays whose values it reads into results with a gradient,
+        names of those with a gradient it reads, float ones without a gradient it writes
+        from those), recomputed when a gradient has been placed since."""
         epoch = self.program.grad_epoch if self.program is not None else 0
         if self._flow[0] != epoch:
             cut, names = cut_targets(self._all, self._body)
-            self._flow = (epoch, (any(has_grad(t) for t in self.writes), ', '.join(names), list(cut)))
+            self._flow = (epoch, (_flowing_reads(self._all, self._body), ', '.join(names), list(cut)))
         return self._flow[1]
 
 
@@ -434,13 +453,55 @@ def field_target(field):
     return Target(field._data, field.name, dual, grad, field.shape)
 
 
-class TapeChecker:
-    """Per field and ndarray: which elements launches on the tape read. Before a write
-    that modifies read elements, `saves` names what to keep for the backward pass."""
+class PlanNode:
+    """What the tape did at one step of a sequence of launches it has seen (the saves, and
+    whether the step modified what earlier steps used), and the steps seen after it."""
+    __slots__ = ('plan', 'next')
+    count = 0               # nodes in all programs' memos
+    LIMIT = 1_000_000       # beyond it, sequences are checked without being memoized
 
-    def __init__(self):
+    def __init__(self, plan=None):
+        self.plan, self.next = plan, {}
+
+
+class TapeChecker:
+    """Per field and ndarray: which elements launches on the tape read and modified. Before
+    a write that modifies read elements, names what the tape must save.
+
+    The elements an access can touch depend only on the kernel and its arguments, so what
+    a sequence of launches needs is the same every time it recurs: `memo` (a PlanNode per
+    program) remembers it, and a tape that repeats a sequence seen before follows the memo
+    (a dict lookup per launch) and marks nothing until it diverges from it."""
+
+    def __init__(self, memo=None):
         self.targets = {}       # id(field or array) -> Target
         self.cut = {}           # float field without a gradient -> (kernel, fields) that wrote it from fields with one
+        self.cursor = memo      # the memo's node of the steps so far; None once off the memo
+        self.unmarked = []      # steps followed on the memo whose marks are not applied yet
+        self.new_step = True    # the last step was not in the memo (its launch is checked inside)
+
+    def _step(self, key, mark, *operands, check=None):
+        """The plan of one step: from the memo when this sequence was seen; else `check()`
+        (may raise), then `mark(*operands)`, which marks what the step reads and modifies
+        and returns the plan."""
+        node = self.cursor.next.get(key) if self.cursor is not None else None
+        self.new_step = node is None
+        if node is not None:
+            self.cursor = node
+            self.unmarked.append((mark, operands))
+            return node.plan
+        for pending, pending_operands in self.unmarked:     # off the memo: catch up
+            pending(*pending_operands)
+        self.unmarked = []
+        if check is not None:
+            check()
+        plan = mark(*operands)
+        if self.cursor is not None and PlanNode.count < PlanNode.LIMIT:
+            PlanNode.count += 1
+            self.cursor.next[key] = self.cursor = PlanNode(plan)
+        else:
+            self.cursor = None
+        return plan
 
     def target(self, obj, args=None):
         """The Target of a Field, of an ndarray, or of an ndarray argument (an NdarrayArg
@@ -458,19 +519,22 @@ class TapeChecker:
             found = self.targets[id(array)] = plain_target(value, getattr(obj, 'name', 'ndarray'))
         return found
 
-    def launch(self, summary, args, kernel_name):
+    def launch(self, summary, args, kernel_name, key):
         """Before a launch: ([(Target, numpy index)] of read elements it will modify, which
-        the tape saves; whether it modifies elements earlier launches read or modified);
-        then marks what it reads and modifies. Raises when a gradient would be lost."""
-        if kernel_name is not None:        # None: a no_grad kernel (constants, no gradient flow)
-            self._check_gradient_flow(summary, kernel_name)
+        the tape saves; whether it modifies elements earlier launches read or modified).
+        Raises when a gradient would be lost. `kernel_name` None: a no_grad kernel."""
+        check = None if kernel_name is None else lambda: self._check_gradient_flow(summary, kernel_name, args)
+        saves, touched = self._step(key, self._mark_launch, summary, args, check=check)
+        return [(self.target(obj, args), index) for obj, index in saves] if saves else saves, touched
+
+    def _mark_launch(self, summary, args):
         saves, touched, writes = [], False, []
         for obj, kind, box, _ in summary.accesses:
             if kind != READ:
                 target = self.target(obj, args)
                 index = box.index(args, target.shape)
                 if target.marks[index].any():
-                    saves.append((target, index))
+                    saves.append((obj, index))
                 touched = touched or target.written[index].any()
                 writes.append((target, index))
         for obj, kind, box, _ in summary.accesses:
@@ -483,47 +547,69 @@ class TapeChecker:
 
     def replay(self, recording):
         """Before a replay of a captured function (checked once, launch by launch): the
-        saves its writes need of what earlier launches read; then marks what it reads."""
+        saves its writes need of what earlier launches read."""
         if recording.footprint is None:
             recording.footprint = _footprint(recording.calls, recording.launches.kernels)
+        saves = self._step(('replay', id(recording)), self._mark_replay, recording.footprint)
+        return [(self.target(obj, args), mask) for obj, args, mask in saves]
+
+    def _mark_replay(self, footprint):
         saves = []
-        for obj, args, kind, mask in recording.footprint:
+        for obj, args, kind, mask in footprint:
             target = self.target(obj, args)
             if kind != READ and (target.marks & mask).any():
-                saves.append((target, mask))
-        for obj, args, kind, mask in recording.footprint:
+                saves.append((obj, args, mask))
+        for obj, args, kind, mask in footprint:
+            target = self.target(obj, args)
             if kind == READ:
-                target = self.target(obj, args)
                 target.marks |= mask
+            else:
+                target.written |= mask
         return saves
 
     def python_write(self, obj, index):
         """Before a write from Python to `obj[index]`: (its Target, whether earlier launches
         read those elements, whether they read or modified them)."""
         target = self.target(obj)
-        read = bool(target.marks[index].any())
-        touched = read or bool(target.written[index].any())
-        target.written[index] = True
-        return target, read, touched
 
-    def _check_gradient_flow(self, summary, kernel_name):
-        """A field without a gradient between fields with one cuts the gradient: an error
-        (the gradient would be silently zero), unless the reader's outputs have none either."""
-        differentiable, sources, plain_writes = summary.gradient_flow()
-        if self.cut and differentiable:
-            for obj, stmt in summary.reads.items():
-                if obj in self.cut:
-                    writer, names = self.cut[obj]
+        def mark():
+            read = bool(target.marks[index].any())
+            touched = read or bool(target.written[index].any())
+            target.written[index] = True
+            return read, touched
+        key = ('python', id(target.data), repr(index))     # (slices are not hashable)
+        return (target,) + tuple(self._step(key, mark))
+
+    def _check_gradient_flow(self, summary, kernel_name, args):
+        """A float field or ndarray without a gradient written from values with one, and
+        read by a later kernel into results with one, cuts the gradient: an error (the
+        gradient would be silently zero)."""
+        flowing, sources, plain_writes = summary.gradient_flow()
+        if self.cut:
+            for obj in flowing:
+                cut = self.cut.get(id(self.target(obj, args).data))
+                if cut is not None:
+                    writer, names = cut
                     raise AutodiffRuleError(
                         f'the gradient would be lost: kernel {writer} writes {target_name(obj)} from '
-                        f'{names}, which have gradients, and kernel {kernel_name} reads it here, but '
-                        f'{obj.name} has no gradient. Declare it with needs_grad=True (or place '
-                        f'{obj.name}.grad); if it is meant as a constant, compute it before the tape '
-                        f'or in a ti.ad.no_grad kernel', stmt.loc)
-        if sources:
-            for obj in plain_writes:
-                if isinstance(obj, Field):
-                    self.cut[obj] = (kernel_name, sources)
+                        f'{names}, which have gradients, and kernel {kernel_name} reads it here into '
+                        f'results with gradients, but {obj.name} has no gradient. Declare it with '
+                        f'needs_grad=True (or place {obj.name}.grad); if it is meant as a constant, '
+                        f'compute it before the tape or in a ti.ad.no_grad kernel', summary.reads[obj].loc)
+        for obj in plain_writes:
+            self.cut[id(self.target(obj, args).data)] = (kernel_name, sources)
+
+
+def _flowing_reads(accesses, body):
+    """The fields and ndarrays some of whose loaded values flow into a write of a field or
+    ndarray with a gradient (a field read only to steer a branch or an index does not)."""
+    out = []
+    for target in {a.target: None for a in accesses if a.kind == READ}:
+        loads = {id(a.stmt) for a in accesses if a.kind == READ and a.target is target}
+        tainted = _taint(body, lambda s: id(s) in loads)
+        if any(a.kind != READ and has_grad(a.target) and a.stmt.args[-1] in tainted for a in accesses):
+            out.append(target)
+    return out
 
 
 def _footprint(calls, compiled):
@@ -543,4 +629,5 @@ def _footprint(calls, compiled):
 def needs_saves(calls, compiled):
     """Whether launches, run in order on a fresh tape, overwrite what an earlier one read."""
     checker = TapeChecker()
-    return any(checker.launch(kernel.access_summary(), args, None)[0] for (_, args), kernel in zip(calls, compiled))
+    return any(checker.launch(kernel.access_summary(), args, None, None)[0]
+               for (_, args), kernel in zip(calls, compiled))

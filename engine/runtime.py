@@ -110,6 +110,14 @@ class Program:
             if field.role in roles and field.placed and field.dual is not None and not field.dual.placed:
                 field.dual._allocate(field.shape)
 
+    def rule_memo(self):
+        """What tapes of this program did for each sequence of launches they saw
+        (engine/rules.py, TapeChecker); forgotten when a gradient is placed."""
+        from .rules import PlanNode
+        if getattr(self, '_rule_memo', (None,))[0] != self.grad_epoch:
+            self._rule_memo = (self.grad_epoch, PlanNode())
+        return self._rule_memo[1]
+
     def location_id(self, loc):
         key = (loc.filename, loc.lineno, loc.col) if loc else None
         if key not in self._location_ids:

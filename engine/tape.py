@@ -30,7 +30,7 @@ class Tape:
         config = runtime.program().config
         if validation is None:
             validation = config.ad_validation
-        self.checker = rules.TapeChecker() if validation else None
+        self.checker = rules.TapeChecker(runtime.program().rule_memo()) if validation else None
         # the rules inside a launch: checked at each launch, or at the first launch of each
         # kernel with each arguments (engine/rules.py)
         self.check_every_launch = 'always' in (validation, config.ad_validation) or config.debug
@@ -48,16 +48,18 @@ class Tape:
 
     def check(self, kernel, compiled, args):
         """Before a launch: the global data access rules (engine/rules.py). Saves what the
-        launch will overwrite of what earlier launches read; True when the launch must run
-        the build that checks the rules inside it."""
+        launch will overwrite of what earlier launches read; returns what the launch must
+        keep shadow words for to check the rules inside it (none: launch it as it is)."""
         if self.snapshot is not None:
             self._snapshot_ndarrays(args, compiled.layout.ndarrays)
         if self.checker is None or self.suspended:
-            return False
+            return None
         summary = compiled.access_summary()
         if not kernel.no_grad and summary.violation:
             raise summary.violation
-        saves, touched = self.checker.launch(summary, args, None if kernel.no_grad else kernel.name)
+        key = _args_key(args)
+        saves, touched = self.checker.launch(summary, args, None if kernel.no_grad else kernel.name,
+                                             (id(compiled), key))
         if saves:
             self._save(saves, f'kernel {kernel.name}')
         if kernel.no_grad:
@@ -65,16 +67,10 @@ class Tape:
                 # it overwrites what the tape used: the gradient of the old values ends here
                 self.record_custom(lambda *a: compiled.constant_adjoint_compiled().launch(a), args,
                                    f'{kernel.name} (no_grad)', forward=lambda *a: compiled.launch(a))
-            return False
-        if not summary.unproven:
-            return False
-        if self.check_every_launch:
-            return True
-        key = _args_key(args)
-        if key in compiled.checked_args:
-            return False
-        compiled.checked_args.add(key)
-        return True
+            return None
+        if not (self.check_every_launch or self.checker.new_step):
+            return None         # this launch was checked in this sequence of launches before
+        return compiled.shadowed(args) or None
 
     def _snapshot_ndarrays(self, args, ndarrays):
         """grad_check replays the launches from the state the tape started with: the first

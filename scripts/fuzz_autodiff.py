@@ -17,10 +17,11 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
+
+from batches import run_worker
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TESTS = os.path.join(ROOT, 'tests')
@@ -79,15 +80,10 @@ def main():
         # about 19 programs a case: the last batch draws only what is still missing
         cases = min(args.batch, max(1, -(-(args.programs - totals['programs']) // 19)))
         env.update(AUTODIFF_FUZZ_EXAMPLES=str(cases), AUTODIFF_FUZZ_HESSIAN_EXAMPLES=str(max(1, cases // 4)))
-        cmd = [sys.executable, os.path.abspath(__file__), '--worker']
-        if args.seed is not None:
-            cmd += ['--seed', str(args.seed + batch)]
-        child = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True)
+        result, child = run_worker(__file__, env, None if args.seed is None else args.seed + batch)
         batch += 1
-        stats = [json.loads(line[6:]) for line in child.stdout.splitlines() if line.startswith('STATS ')]
         checking = re.findall(r'^checking (\S+)$', child.stderr, re.M)
-        if stats:
-            result = stats[-1]
+        if result:
             for key in totals:
                 totals[key] += result[key]
             message = result['failure']

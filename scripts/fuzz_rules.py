@@ -20,10 +20,11 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
+
+from batches import run_worker
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TESTS = os.path.join(ROOT, 'tests')
@@ -120,14 +121,9 @@ def main():
     while totals['programs'] < args.programs:
         count = min(args.batch, args.programs - totals['programs'])
         env['RULES_FUZZ_EXAMPLES'] = str(count)
-        cmd = [sys.executable, os.path.abspath(__file__), '--worker']
-        if args.seed is not None:
-            cmd += ['--seed', str(args.seed + batch)]
-        child = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True)
+        result, child = run_worker(__file__, env, None if args.seed is None else args.seed + batch)
         batch += 1
-        stats = [json.loads(line[6:]) for line in child.stdout.splitlines() if line.startswith('STATS ')]
-        if stats:
-            result = stats[-1]
+        if result:
             for key in ('programs', 'valid', 'raised', 'compared', 'skipped', 'large'):
                 totals[key] += result[key]
             kinds.update(result['failures'])

@@ -21,12 +21,17 @@ Two classes:
   arguments, `@ti.ad.no_grad` kernels (writing constants), writes from Python between
   launches, captured segments; fields without a gradient used as scratch (`w`) and as
   constants (`c`), ndarrays with (`p`) and without (`r`) a gradient. The tape must give
-  the finite-difference gradient or raise AutodiffRuleError naming a field.
+  the finite-difference gradient or raise AutodiffRuleError naming a field. A program with
+  writes of constants (from Python, by a no_grad kernel) first launches `touch`, which
+  reads every element: a constant written over an element no launch used yet sets an
+  input, whose .grad is the gradient w.r.t. the value written, not a finite difference
+  of the value before the tape (docs/rules.md); those are left to the valid class.
 - valid (VALID = True): every element is read only after its last modification:
   intermediates written by stores and/or accumulations before anything reads them,
   time-major rollouts `X[t + 1, i] = f(X[t, i])` and `Y[i, t + 1] = f(Y[i, t])`,
-  accumulation kernels launched with several arguments, constants written before use.
-  The tape must not raise and must give the finite-difference gradient.
+  accumulation kernels launched with several arguments, constants written before use
+  (whose gradients, w.r.t. the values written, are not compared). The tape must not raise
+  and must give the finite-difference gradient.
 
 The forward program is deterministic: in a parallel loop (the outermost loop of a kernel)
 each field is either only read, or only touched at the elements the iteration owns

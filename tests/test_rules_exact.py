@@ -225,8 +225,7 @@ def test_ndarray_read_then_overwritten_by_the_next_kernel(f64):
     assert a.to_numpy().tolist() == [7.0, 7.0, 7.0]       # the forward result stays
 
 
-def test_no_grad_kernel_overwrites_what_an_earlier_kernel_read(f64):
-    n = 3
+def _constant_writes(n):
     x = ti.field(float, shape=n, needs_grad=True)
     loss = ti.field(float, shape=(), needs_grad=True)
 
@@ -239,13 +238,22 @@ def test_no_grad_kernel_overwrites_what_an_earlier_kernel_read(f64):
     @ti.kernel
     def reset():
         for i in range(n):
-            x[i] = 1.0
+            x[i] = 4.0
+
+    writes = {'no_grad': reset, 'item': lambda: x.__setitem__(1, 4.0),
+              'from_numpy': lambda: x.from_numpy(np.full(n, 4.0)), 'fill': lambda: x.fill(4.0)}
+    return x, loss, use, writes
+
+
+@pytest.mark.parametrize('how', ['no_grad', 'item', 'from_numpy', 'fill'])
+def test_a_constant_written_over_what_a_launch_read_ends_its_gradient(f64, how):
+    x, loss, use, writes = _constant_writes(3)
 
     def forward():
         saved = x.to_numpy()
         loss[None] = 0
         use()
-        reset()
+        writes[how]()
         use()
         value = loss[None]
         x.from_numpy(saved)
@@ -255,47 +263,19 @@ def test_no_grad_kernel_overwrites_what_an_earlier_kernel_read(f64):
     (fd,) = fd_of([x], forward)
     with ti.ad.Tape(loss):
         use()
-        reset()
+        writes[how]()
         use()
     assert_grad_close(x.grad.to_numpy(), fd)
 
 
-@pytest.mark.parametrize('how', ['item', 'from_numpy', 'fill'])
-def test_python_writes_between_taped_launches(f64, how):
-    n = 3
-    x = ti.field(float, shape=n, needs_grad=True)
-    loss = ti.field(float, shape=(), needs_grad=True)
-
-    @ti.kernel
-    def use():
-        for i in range(n):
-            loss[None] += x[i] ** 3
-
-    def write():
-        if how == 'item':
-            x[1] = 4.0
-        elif how == 'from_numpy':
-            x.from_numpy(np.array([4.0, 4.0, 4.0]))
-        else:
-            x.fill(4.0)
-
-    def forward():
-        saved = x.to_numpy()
-        loss[None] = 0
-        use()
-        write()
-        use()
-        value = loss[None]
-        x.from_numpy(saved)
-        return value
-
-    x.from_numpy(np.array([0.5, -1.0, 2.0]))
-    (fd,) = fd_of([x], forward)
+@pytest.mark.parametrize('how', ['no_grad', 'fill'])
+def test_a_constant_written_before_any_launch_used_it_sets_an_input(f64, how):
+    # as in Taichi: .grad is then the gradient with respect to the value written
+    x, loss, use, writes = _constant_writes(3)
     with ti.ad.Tape(loss):
+        writes[how]()
         use()
-        write()
-        use()
-    assert_grad_close(x.grad.to_numpy(), fd)
+    assert x.grad.to_numpy().tolist() == [48.0, 48.0, 48.0]
 
 
 def test_time_major_rollout_is_valid(f64):
@@ -491,3 +471,62 @@ def test_two_parallel_iterations_storing_one_element_is_a_race(f64):
         loss[None] += y[None] ** 2
 
     rule_error(lambda: _tape(loss, last_wins, total), 'y', 'last_wins')
+
+
+def test_python_writes_of_ndarray_slices_between_launches(f64):
+    n = 4
+    a = ti.ndarray(ti.f64, shape=n, needs_grad=True)
+    loss = ti.field(float, shape=(), needs_grad=True)
+
+    @ti.kernel
+    def use(arr: ti.types.ndarray()):
+        for i in range(n):
+            loss[None] += arr[i] ** 3
+
+    def forward():
+        saved = a.to_numpy()
+        loss[None] = 0
+        use(a)
+        a[1:3] = 0.5
+        use(a)
+        value = loss[None]
+        a.from_numpy(saved)
+        return value
+
+    a.from_numpy(np.array([0.5, -1.0, 2.0, 1.5]))
+    (fd,) = fd_of([a], forward)
+    for _ in range(2):                      # the second tape follows the memo
+        a.from_numpy(np.array([0.5, -1.0, 2.0, 1.5]))
+        with ti.ad.Tape(loss):
+            use(a)
+            a[1:3] = 0.5
+            use(a)
+        assert_grad_close(a.grad.to_numpy(), fd)
+
+
+def test_a_tape_leaving_a_remembered_sequence_catches_up_with_its_marks(f64):
+    # the second tape repeats the first's launches, then does something new that
+    # overwrites what they read: the saves must still be found
+    n = 3
+    x = ti.field(float, shape=n, needs_grad=True)
+    loss = ti.field(float, shape=(), needs_grad=True)
+
+    @ti.kernel
+    def use(k: ti.f64):
+        for i in range(n):
+            loss[None] += k * x[i] ** 3
+
+    @ti.kernel
+    def reset(v: ti.f64):
+        for i in range(n):
+            x[i] = v
+
+    start = np.array([0.5, -1.0, 2.0])
+    for tail in ((), (lambda: reset(2.0), lambda: use(1.0))):
+        x.from_numpy(start)
+        with ti.ad.Tape(loss):
+            use(1.0)
+            use(2.0)
+            for step in tail:
+                step()
+        np.testing.assert_allclose(x.grad.to_numpy(), 3 * 3 * start ** 2)
