@@ -37,6 +37,7 @@ class TangentPass:
         self.dual_stack = {}  # autodiff stack of an adjoint kernel -> the stack of its tangents
         self.used = set()     # statements whose values later statements use
         self.parallel = 0     # depth of parallel loops around the statement being copied
+        self.finite = frozenset()   # statements whose partials need no NaN guard (ops.finite_partials)
 
     def run(self, body):
         with building(self.out):
@@ -46,6 +47,7 @@ class TangentPass:
     def copy_block(self, body):
         """Copy `body` with tangents into the open block of the builder."""
         self.used = {a for s in walk(body) for a in s.args}
+        self.finite = ops.finite_partials(body)
         self.block(body)
 
     def emit(self, op, args=(), dtype=None, **attrs):
@@ -84,7 +86,7 @@ class TangentPass:
                  if p is not None and a in self.tangent]
         total = None
         for arg, partial in terms:
-            term = ops.as_value(ops.chain(s.op, self.tangent[arg], partial), s.dtype)
+            term = ops.as_value(ops.chain(s.op, self.tangent[arg], partial, guard=s not in self.finite), s.dtype)
             total = term if total is None else total + term
         if total is not None:
             self.tangent[s] = total

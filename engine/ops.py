@@ -16,7 +16,7 @@ from llvmlite import ir as llir
 
 from . import dtypes as T
 from .errors import TaichiSyntaxError, TaichiTypeError
-from .ir import Stmt, current_builder
+from .ir import Stmt, current_builder, walk
 
 
 @dataclass(frozen=True)
@@ -50,7 +50,7 @@ def partials(op, args, out):
     return result
 
 
-def chain(op, g, partial):
+def chain(op, g, partial, guard=True):
     """g * partial: the term an operand receives from an adjoint or a tangent g.
 
     No path that does not reach the output may turn a gradient into NaN. An untaken
@@ -65,9 +65,43 @@ def chain(op, g, partial):
         return g * partial
     if OPS[op].guard == 'one_operand':
         return select(partial == 0, 0.0, g)
+    if not guard:           # the partial is finite (finite_partials): g * partial is 0 for g = 0
+        return g * partial
     guarded = select(g == 0, 0.0, g * partial)
     guarded.attrs['nan_guard'] = True
     return guarded
+
+
+# Ops that make only finite values from finite operands (short of overflow), with partials
+# that are finite there too: their chain terms need no NaN guard.
+FINITE_OPS = frozenset({'add', 'sub', 'mul', 'neg', 'abs', 'sin', 'cos', 'tanh', 'atan', 'min', 'max',
+                        'select', 'cast', 'floor', 'ceil', 'round', 'stop_grad'})
+_FINITE_SOURCES = frozenset({'arg', 'loop_index', 'global_load', 'atomic', 'ndarray_shape', 'random'})
+
+
+def finite_partials(body):
+    """The statements of `body` whose partials are finite wherever they are evaluated: a
+    FINITE_OPS op of operands that no op outside FINITE_OPS (division, sqrt, log, pow,
+    exp, ...) fed, through values or locals. Only their chain terms can skip the NaN guard
+    (`chain`): an untaken select arm elsewhere may hold sqrt(-1) or 1/0. Field values are
+    taken as finite (a NaN stored in a field is the program's own NaN)."""
+    statements = list(walk(body))
+    unsafe_cells = set()
+    while True:
+        finite = set()
+        for s in statements:
+            if s.dtype is None:
+                continue
+            if (not s.dtype.is_float or s.op in _FINITE_SOURCES
+                    or (s.op == 'const' and pymath.isfinite(s.attrs['value']))
+                    or (s.op == 'local_load' and s.args[0] not in unsafe_cells)
+                    or (s.op in FINITE_OPS and all(a in finite for a in s.args))):
+                finite.add(s)
+        unsafe = {s.args[0] for s in statements if s.op in ('local_store', 'local_atomic')
+                  and s.args[0].dtype.is_float and s.args[1] not in finite}
+        if unsafe <= unsafe_cells:
+            return {s for s in finite if s.op in FINITE_OPS and all(a in finite for a in s.args)}
+        unsafe_cells |= unsafe
 
 
 # ----------------------------------------------------------------------------

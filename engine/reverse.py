@@ -45,7 +45,9 @@ def adjoint(body, constant=False):
     of the elements they overwrite."""
     rp = ReversePass()
     rp.constant = constant
-    return rp.run(without_jumps(body))
+    body = without_jumps(body)
+    rp.finite = ops.finite_partials(body)
+    return rp.run(body)
 
 
 class ReversePass:
@@ -66,6 +68,7 @@ class ReversePass:
         self.stale = set()            # kernel-scope locals a parallel loop accumulated into
         self.snapshots = {}           # loop -> [(outer local, key of its value at loop start)]
         self.constant = False         # no adjoint flows (a no_grad kernel's stores)
+        self.finite = frozenset()     # statements whose partials need no NaN guard (ops.finite_partials)
 
     def run(self, body):
         with building(self.out):
@@ -240,7 +243,7 @@ class ReversePass:
         partials = ops.partials(op, [self.primal(a) for a in s.args], self.primal(s))
         for arg, partial in zip(s.args, partials):
             if partial is not None and arg.dtype.is_float:
-                self.accumulate(arg, ops.chain(op, g, partial))
+                self.accumulate(arg, ops.chain(op, g, partial, guard=s not in self.finite))
 
     def reverse_for(self, s):
         if s.attrs['parallel']:

@@ -618,11 +618,15 @@ def _footprint(calls, compiled):
     masks = {}
     for (_, args), kernel in zip(calls, compiled):
         for obj, kind, box, _ in kernel.access_summary().accesses:
-            target = plain_target(obj) if isinstance(obj, Field) else plain_target(args[obj.index], obj.name)
-            key = (id(target.data), kind == READ)
+            if isinstance(obj, Field):
+                data, shape = obj._data, obj.shape
+            else:
+                data = getattr(args[obj.index], 'data', args[obj.index])
+                shape = data.shape[:obj.ndim]
+            key = (id(data), kind == READ)
             if key not in masks:
-                masks[key] = (obj, args, READ if kind == READ else STORE, np.zeros(target.shape, dtype=bool))
-            masks[key][3][box.index(args, target.shape)] = True
+                masks[key] = (obj, args, READ if kind == READ else STORE, np.zeros(shape, dtype=bool))
+            masks[key][3][box.index(args, shape)] = True
     return list(masks.values())
 
 

@@ -660,3 +660,30 @@ def test_bad_arguments_to_the_ad_api_get_clear_errors(f64):
     with pytest.raises(ValueError, match='scalar'):
         with ti.ad.Tape(loss=v):
             pass
+
+
+def test_nan_guards_only_where_a_partial_can_be_non_finite(f64):
+    # ops.finite_partials: a product of values that no division, sqrt, log, ... fed has
+    # finite partials, so its chain terms need no guard; sqrt's (0.5 / sqrt) keeps one
+    from engine import ops, reverse
+    from engine.ir import walk
+    x = ti.field(float, shape=2, needs_grad=True)
+    y = ti.field(float, shape=2, needs_grad=True)
+
+    @ti.kernel
+    def k():
+        for i in range(2):
+            a = x[i] * x[i] + ti.sin(x[i])
+            y[i] = ti.select(x[i] > 0, ti.sqrt(x[i]) * a, a)
+
+    x.from_numpy(np.array([0.25, -1.0]))
+    k()
+    body = k.compiled(()).body
+    finite = {s.op for s in ops.finite_partials(body)}
+    assert {'mul', 'add', 'sin'} <= finite and 'sqrt' not in finite
+    guarded = {s.args[2].args[1].op if s.args[2].args[1].op != 'const' else 'const'
+               for s in walk(reverse.adjoint(body)) if s.attrs.get('nan_guard')}
+    assert guarded, 'the sqrt term and the product fed by sqrt keep their guards'
+    y.grad.fill(1.0)
+    k.grad()                    # x = -1: sqrt(-1) sits in the untaken arm, the gradient is finite
+    np.testing.assert_allclose(x.grad.to_numpy()[1], 2 * -1.0 + np.cos(-1.0))

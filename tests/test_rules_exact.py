@@ -530,3 +530,127 @@ def test_a_tape_leaving_a_remembered_sequence_catches_up_with_its_marks(f64):
             for step in tail:
                 step()
         np.testing.assert_allclose(x.grad.to_numpy(), 3 * 3 * start ** 2)
+
+
+# --- found by the adversarial review -------------------------------------------------
+def test_one_ndarray_passed_as_two_arguments_is_one_array_to_the_check(f64):
+    n = 4
+    a = ti.ndarray(ti.f64, shape=n, needs_grad=True)
+    loss = ti.field(float, shape=(), needs_grad=True)
+
+    @ti.kernel
+    def square(src: ti.types.ndarray(), dst: ti.types.ndarray()):
+        for i in range(n):
+            dst[i] = src[i] * src[i] + 1.0
+
+    @ti.kernel
+    def total(v: ti.types.ndarray()):
+        for i in range(n):
+            loss[None] += v[i] * v[i]
+
+    a.from_numpy(np.array([0.5, 1.0, 1.5, 2.0]))
+    rule_error(lambda: _tape(loss, lambda: square(a, a), lambda: total(a)), 'dst', 'square', 1,
+               what='ndarray')
+    b = ti.ndarray(ti.f64, shape=n, needs_grad=True)       # two arrays: fine
+    a.from_numpy(np.array([0.5, 1.0, 1.5, 2.0]))
+    _tape(loss, lambda: square(a, b), lambda: total(b))
+    np.testing.assert_allclose(a.grad.to_numpy(), 4 * a.to_numpy() * (a.to_numpy() ** 2 + 1))
+
+
+def test_index_data_changed_within_a_tape_gets_the_launch_checked_again():
+    ti.init(default_fp=ti.f64, ad_validation=True)      # the default (the suite sets 'always')
+    n = 4
+    g = ti.field(float, shape=n, needs_grad=True)
+    out = ti.field(float, shape=n, needs_grad=True)
+    dst = ti.field(ti.i32, shape=n)
+    loss = ti.field(float, shape=(), needs_grad=True)
+
+    @ti.kernel
+    def k():
+        for i in range(n):
+            out[i] = g[0] ** 2
+        for i in range(n):
+            g[dst[i]] += 1.0
+
+    g.from_numpy(np.array([0.5, -1.0, 2.0, 0.3]))
+    dst.fill(1)
+    with pytest.raises(ti.ad.AutodiffRuleError, match='field g '):
+        with ti.ad.Tape(loss):
+            k()             # clean: loop 2 adds into g[1]
+            dst.fill(0)     # a new step of the sequence: the next launch is checked again
+            k()
+
+
+def test_a_mask_without_gradient_steering_a_branch_is_not_a_lost_gradient(f64):
+    n = 4
+    p = ti.field(float, shape=n, needs_grad=True)
+    q = ti.field(float, shape=n)
+    loss = ti.field(float, shape=(), needs_grad=True)
+
+    @ti.kernel
+    def mask():
+        for i in range(n):
+            q[i] = 2 * p[i]
+
+    @ti.kernel
+    def use():
+        for i in range(n):
+            if q[i] > 0:
+                loss[None] += p[i] ** 2
+
+    p.from_numpy(np.array([0.5, -1.0, 0.9, 1.6]))
+    _tape(loss, mask, use)
+    np.testing.assert_allclose(p.grad.to_numpy(), [1.0, 0.0, 1.8, 3.2])
+
+
+def test_an_ndarray_without_gradient_between_kernels_is_a_lost_gradient(f64):
+    n = 3
+    w = ti.field(float, shape=n, needs_grad=True)
+    loss = ti.field(float, shape=(), needs_grad=True)
+
+    @ti.kernel
+    def write(v: ti.types.ndarray()):
+        for i in range(n):
+            v[i] = 3 * w[i]
+
+    @ti.kernel
+    def read(v: ti.types.ndarray()):
+        for i in range(n):
+            loss[None] += v[i] * v[i]
+
+    for scratch in (ti.ndarray(ti.f64, shape=n), np.zeros(n)):
+        rule_error(lambda: _tape(loss, lambda: write(scratch), lambda: read(scratch)), 'v', 'read',
+                   what='ndarray')
+
+
+def test_reading_one_component_and_writing_another_is_valid(f64):
+    n = 3
+    v = ti.Vector.field(2, float, shape=n, needs_grad=True)
+    loss = ti.field(float, shape=(), needs_grad=True)
+
+    @ti.kernel
+    def square():
+        for i in range(n):
+            v[i][1] = v[i][0] * v[i][0]
+
+    @ti.kernel
+    def total():
+        for i in range(n):
+            loss[None] += v[i][1] * v[i][0]
+
+    v.from_numpy(np.array([[0.5, 0.0], [1.0, 0.0], [-0.3, 0.0]]))
+    _tape(loss, square, total)
+    np.testing.assert_allclose(v.grad.to_numpy()[:, 0], 3 * v.to_numpy()[:, 0] ** 2)
+
+
+def test_a_rollout_reading_neighbours_of_the_last_step_is_proven_safe(f64):
+    n, steps = 6, 3
+    x = ti.field(float, shape=(n, steps + 1), needs_grad=True)
+
+    @ti.kernel
+    def step(t: ti.i32):
+        for i in range(1, n - 1):
+            x[i, t + 1] = x[i, t] + 0.1 * ti.sin(x[i + 1, t] + x[i - 1, t])
+
+    step(0)
+    assert step.compiled((0,)).access_summary().unproven == []   # no checked build needed
