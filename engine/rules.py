@@ -145,14 +145,15 @@ def _same_element(a, b, assigned):
     return True
 
 
-def _different_elements(a, b, assigned):
-    """Provably different elements, when both run in one pass over the code around them
-    (one iteration of their loop): at some axis a different constant from one base."""
+def _different_elements(a, b, assigned, same_pass=True):
+    """Provably different elements: at some axis a different constant added to one base,
+    a base evaluated once for both (`same_pass`: one iteration of their loop) or a kernel
+    argument or constant (the same in the whole launch)."""
     if a.stmt.attrs['component'] != b.stmt.attrs['component']:
         return True
     for x, y in zip(a.indices, b.indices):
         (bx, sx), (by, sy) = split_shift(x, assigned), split_shift(y, assigned)
-        if bx is by and sx != sy:
+        if bx is by and sx != sy and (same_pass or bx is None or bx.op == 'arg'):
             return True
     return False
 
@@ -274,7 +275,7 @@ def unproven_targets(accesses, assigned):
                 continue
         units = {}
         for a in group:
-            if a.unit is not None:
+            if a.unit is not None and not _single_iteration(a.unit):
                 units.setdefault(a.unit, []).append(a)
         if not all(_iterations_disjoint(g, assigned) for g in units.values()) or _read_then_modified(group, assigned):
             unproven.append(target)
@@ -295,6 +296,12 @@ def _reads_apart_from_writes(group, assigned):
     return all(apart(r, w) for r in reads for w in group if w.kind != READ)
 
 
+def _single_iteration(loop):
+    """A parallel loop of at most one iteration (`for _ in range(1)`: serial code)."""
+    begin, end = loop.args
+    return begin.op == 'const' and end.op == 'const' and end.attrs['value'] - begin.attrs['value'] <= 1
+
+
 def _read_then_modified(group, assigned):
     """Some element may be read and then modified within one iteration or serial code."""
     reads = [a for a in group if a.kind == READ]
@@ -304,7 +311,7 @@ def _read_then_modified(group, assigned):
         for r in reads:
             if {id(loop) for loop in r.loops} & {id(loop) for loop in m.loops}:
                 return True         # a later iteration of a loop around both
-            if r.order < m.order and not (r.unit is m.unit and _different_elements(r, m, assigned)):
+            if r.order < m.order and not _different_elements(r, m, assigned, same_pass=r.unit is m.unit):
                 return True
     return False
 

@@ -20,7 +20,8 @@ Two classes:
   top-level loops and kernel-scope code; several kernels, repeated launches with other
   arguments, `@ti.ad.no_grad` kernels (writing constants), writes from Python between
   launches, captured segments; fields without a gradient used as scratch (`w`) and as
-  constants (`c`), ndarrays with (`p`) and without (`r`) a gradient. The tape must give
+  constants (`c`), ndarrays with (`p`) and without (`r`) a gradient, a 2-vector field (`u`)
+  read and written one component at a time (`u[i][0] = f(u[i][1])` is valid). The tape must give
   the finite-difference gradient or raise AutodiffRuleError naming a field. A program with
   writes of constants (from Python, by a no_grad kernel) first launches `touch`, which
   reads every element: a constant written over an element no launch used yet sets an
@@ -44,7 +45,7 @@ from hypothesis import strategies as st
 
 # Constructs left out while a known engine bug is open (development only; the normal run leaves
 # out nothing): python (writes from Python), capture, no_grad, ndarray, index (the integer
-# field idx), scratch (the field w without a gradient).
+# field idx), scratch (the field w without a gradient), vector (the vector field u).
 EXCLUDE = frozenset(filter(None, os.environ.get('RULES_GRAMMAR_EXCLUDE', '').split(',')))
 
 UNARY = ['ti.sin({0})', 'ti.tanh({0})', '0.5 * {0}', 'ti.sin({0}) ** 2', 'ti.exp(ti.tanh({0}))',
@@ -56,13 +57,16 @@ VALUES = ['0.25', '-0.5', '0.75', '1.1', '-0.9', '0.0']
 class F:
     """A field or ndarray of a generated program."""
 
-    def __init__(self, name, dims, grad=True, role='data', nd=False, dtype='ti.f64', shape=None, slot=None):
-        self.slot = slot
+    def __init__(self, name, dims, grad=True, role='data', nd=False, dtype='ti.f64', shape=None, slot=None,
+                 comps=0):
+        self.slot, self.comps = slot, comps     # comps: a vector field of that many components
         self.name, self.dims, self.grad, self.role, self.nd, self.dtype = name, dims, grad, role, nd, dtype
         self.shape = shape or {0: '()', 1: 'n', 2: '(n, n)'}[dims]
         self.ref = name + 'a' if nd else name      # the kernel parameter of an ndarray
 
     def decl(self):
+        if self.comps:
+            return f'{self.name} = ti.Vector.field({self.comps}, {self.dtype}, shape={self.shape}, needs_grad=True)'
         if self.nd:
             return f'{self.name} = ti.ndarray({self.dtype}, shape={self.shape}, needs_grad={self.grad})'
         return f'{self.name} = ti.field({self.dtype}, shape={self.shape}' + (', needs_grad=True)' if self.grad else ')')
@@ -101,8 +105,10 @@ def ref(draw, ctx, f, owned=False):
         return f'{f.name}[{f.slot}, {k}]' if f.name == 'X' else f'{f.name}[{k}, {f.slot}]'
     first = 'i' if owned else _pick(draw, ctx.general())
     if f.dims == 1:
-        return f'{f.ref}[{first}]'
-    return f'{f.ref}[{first}, {_pick(draw, ctx.general())}]'
+        element = f'{f.ref}[{first}]'
+    else:
+        element = f'{f.ref}[{first}, {_pick(draw, ctx.general())}]'
+    return element + (f'[{draw(st.integers(0, f.comps - 1))}]' if f.comps else '')
 
 
 @st.composite
@@ -234,7 +240,7 @@ def python_write(draw, f, written):
     if f.nd:
         return _pick(draw, [f'{f.name}.from_numpy(np.full(n, {v}))', f'{f.name}.from_numpy(np.linspace(-0.5, {v}, n))'])
     index = {0: 'None', 1: str(draw(st.integers(0, 2))), 2: f'{draw(st.integers(0, 2))}, {draw(st.integers(0, 2))}'}
-    full = {0: '()', 1: 'n', 2: '(n, n)'}[f.dims]
+    full = {0: '()', 1: 'n', 2: '(n, n)'}[f.dims] if not f.comps else f'(n, {f.comps})'
     return _pick(draw, [f'{f.name}[{index[f.dims]}] = {v}', f'{f.name}.fill({v})',
                         f'{f.name}.from_numpy(np.full({full}, {v}))'])
 
@@ -247,6 +253,8 @@ def loss_kernel(fields, name='total'):
         w = ['0.5', '-0.3', '0.7', '0.2', '-0.6'][k % 5]
         if f.dims == 0:
             scope.append(f'        loss[None] += {w} * ti.sin({f.ref}[None])')
+        elif f.comps:
+            body.append(f'            loss[None] += {w} * ti.sin({f.ref}[i][0]) + 0.1 * {f.ref}[i][1] ** 2')
         elif f.dims == 1:
             body.append(f'            loss[None] += {w} * ti.sin({f.ref}[i]) + 0.1 * {f.ref}[i] ** 2')
         elif f.name == 'X':     # time-major rollout (T + 1, n)
@@ -307,8 +315,9 @@ def may_break_source(draw):
     n = draw(st.sampled_from([3, 4]))
     fields = [F('a', 1)]
     optional = [F('b', 1), F('B', 2), F('s', 0), F('c', 1, False, 'const'), F('w', 1, False, 'scratch'),
-                F('p', 1, True, nd=True), F('r', 1, False, 'const', nd=True)]
+                F('p', 1, True, nd=True), F('r', 1, False, 'const', nd=True), F('u', 1, comps=2)]
     fields += [f for f in optional if draw(st.integers(0, 2)) > 0 and not (f.nd and 'ndarray' in EXCLUDE)
+               and not (f.comps and 'vector' in EXCLUDE)
                and not (f.role == 'scratch' and 'scratch' in EXCLUDE)]
     has_idx = draw(st.booleans()) and 'index' not in EXCLUDE
     if has_idx:

@@ -676,11 +676,21 @@ def test_nan_guards_only_where_a_partial_can_be_non_finite(f64):
             a = x[i] * x[i] + ti.sin(x[i])
             y[i] = ti.select(x[i] > 0, ti.sqrt(x[i]) * a, a)
 
+    @ti.kernel
+    def bounded():
+        for i in range(2):
+            m = ti.abs(x[i])
+            scale = ti.select(m > 1e-6, m, 1.0)             # bounded away from zero
+            y[i] = x[i] / scale + ti.rsqrt(ti.max(x[i] * x[i], 0.5)) + ti.sqrt(x[i] * x[i] + 1.0)
+
     x.from_numpy(np.array([0.25, -1.0]))
     k()
     body = k.compiled(()).body
     finite = {s.op for s in ops.finite_partials(body)}
     assert {'mul', 'add', 'sin'} <= finite and 'sqrt' not in finite
+    bounded()
+    cleared = {s.op for s in ops.finite_partials(bounded.compiled(()).body)}
+    assert {'truediv', 'rsqrt', 'sqrt'} <= cleared
     guarded = {s.args[2].args[1].op if s.args[2].args[1].op != 'const' else 'const'
                for s in walk(reverse.adjoint(body)) if s.attrs.get('nan_guard')}
     assert guarded, 'the sqrt term and the product fed by sqrt keep their guards'

@@ -93,7 +93,7 @@ class Program:
         rng = np.random.default_rng(self.module.SEED)
         self.init = {}
         for name, obj in self.state.items():
-            shape = tuple(obj.shape)
+            shape = obj.to_numpy().shape          # (vector fields: with their components)
             if 'i32' in str(obj.dtype) or name == 'idx':
                 self.init[name] = rng.integers(0, self.module.N, size=shape).astype(np.int32)
             else:
