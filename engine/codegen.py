@@ -34,6 +34,8 @@ class KernelModule:
         self.shadow = {target: slot for slot, target in enumerate(shadow)}
         self.ret_offset, self.debug, self.program = ret_offset, debug, program
         self.module = llir.Module(name=name)
+        self.locations = location_table(body)
+        self._location_ids = {_location_key(loc): k for k, loc in enumerate(self.locations)}
         self.tasks = 0
         self.uses_random = any(s.op == 'random' for s in walk(body))
         self.unchecked = values_that_only_feed_select_arms(body) if debug else frozenset()
@@ -43,6 +45,11 @@ class KernelModule:
             self.module, llir.FunctionType(llir.VoidType(), [TASK_TYPE.as_pointer(), I8P, I64, I64, I64,
                                                             I64.as_pointer()]),
             name='engine_parallel_for')
+
+    def location_id(self, loc):
+        """The index of a source line in this kernel's table (`location_table`): native code
+        reports errors by it, the same in every process, so the build can be cached."""
+        return self._location_ids[_location_key(loc)]
 
     @property
     def main_symbol(self):
@@ -122,7 +129,7 @@ class FunctionEmitter:
             with b.if_else(failed) as (then, otherwise):
                 with then:
                     b.store(I64(rt.ERROR_OUT_OF_MEMORY), self.rt_word(rt.RT_ERROR_FLAG))
-                    b.store(I64(self.km.program.location_id(s.loc)), self.rt_word(rt.RT_ERROR_LOC))
+                    b.store(I64(self.km.location_id(s.loc)), self.rt_word(rt.RT_ERROR_LOC))
                     b.store(I64(-1), self.rt_word(rt.RT_ERROR_FIELD))
                     self.ret()
                 with otherwise:
@@ -213,7 +220,7 @@ class FunctionEmitter:
         b, target = self.b, stmt.attrs['target']
         reads, writes = self.shadow_pointers(target)
         read_ptr, write_ptr = b.gep(reads, [offset]), b.gep(writes, [offset])
-        loc = self.km.program.location_id(stmt.loc)
+        loc = self.km.location_id(stmt.loc)
         phase = I64(self.phase)
         iteration = I64(0) if self.iteration is None else \
             b.add(b.sext(self.values[self.iteration], I64), I64(1))
@@ -246,7 +253,7 @@ class FunctionEmitter:
             code = code if isinstance(code, llir.Value) else I64(code)
             first = b.extract_value(b.cmpxchg(flag, I64(0), code, 'monotonic', 'monotonic'), 1)
             with b.if_then(first):
-                b.store(I64(self.km.program.location_id(stmt.loc)), self.rt_word(rt.RT_ERROR_LOC))
+                b.store(I64(self.km.location_id(stmt.loc)), self.rt_word(rt.RT_ERROR_LOC))
                 ident = target.id if isinstance(target, Field) else -1 - target.index
                 b.store(I64(ident), self.rt_word(rt.RT_ERROR_FIELD))
                 b.store(other_line, self.rt_word(rt.RT_ERROR_INDEX))
@@ -260,7 +267,7 @@ class FunctionEmitter:
             flag = self.rt_word(rt.RT_ERROR_FLAG)
             first = b.extract_value(b.cmpxchg(flag, I64(0), I64(code), 'monotonic', 'monotonic'), 1)
             with b.if_then(first):
-                b.store(I64(self.km.program.location_id(stmt.loc)), self.rt_word(rt.RT_ERROR_LOC))
+                b.store(I64(self.km.location_id(stmt.loc)), self.rt_word(rt.RT_ERROR_LOC))
                 b.store(I64(-1), self.rt_word(rt.RT_ERROR_FIELD))
 
     def debug_check_op(self, stmt, args, result):
@@ -298,7 +305,7 @@ class FunctionEmitter:
             flag = self.rt_word(rt.RT_ERROR_FLAG)
             first = b.extract_value(b.cmpxchg(flag, I64(0), I64(rt.ERROR_INDEX), 'monotonic', 'monotonic'), 1)
             with b.if_then(first):
-                loc = self.km.program.location_id(stmt.loc)
+                loc = self.km.location_id(stmt.loc)
                 b.store(I64(loc), self.rt_word(rt.RT_ERROR_LOC))
                 ident = target.id if isinstance(target, Field) else -1 - target.index
                 b.store(I64(ident), self.rt_word(rt.RT_ERROR_FIELD))
@@ -522,6 +529,23 @@ class FunctionEmitter:
     def _capture(self, stmt):
         value = self.values[stmt]
         return self.b.load(value) if stmt.op == 'alloca' else value
+
+
+def _location_key(loc):
+    return (loc.filename, loc.lineno, loc.col) if loc else None
+
+
+def location_table(body):
+    """The source locations of a kernel's statements, each once, in program order: native
+    code names a line by its index here (CompiledKernel.locations rebuilds the same table
+    from the same body, also for a build loaded from the disk cache)."""
+    seen, table = set(), []
+    for stmt in walk(body):
+        key = _location_key(stmt.loc)
+        if key not in seen:
+            seen.add(key)
+            table.append(stmt.loc)
+    return table
 
 
 def shared_locals(loop):

@@ -181,8 +181,9 @@ def _load_or_compile(name, body, layout, prog, shadow=()):
     derive from the key, so an entry compiled by another process loads unchanged."""
     global compile_count
     config = prog.config
-    # debug and checked builds name source lines by this program's location table: never cached
-    key = None if config.debug or shadow or not config.offline_cache else cache.key(name, body, layout.ret_offset)
+    # a checked build's shadow slots are part of its code (codegen.shadow_access)
+    kind = name + ''.join(f'|f{t.id}' if isinstance(t, Field) else f'|a{t.index}' for t in shadow)
+    key = None if config.debug or not config.offline_cache else cache.key(kind, body, layout.ret_offset)
     if key is not None and key in _loaded:
         return _loaded[key]
     symbol = f'{name}_{key[:24]}' if key else f'{name}_{next(_symbol_ids)}'
@@ -295,8 +296,19 @@ class CompiledKernel:
         self.adjoint_epoch = None
         self.tangents = None
         self.summary = None
+        self._locations = None
         self.checked = None             # the build that checks the rules (engine/rules.py)
         self.constant_adjoint = None
+
+    @property
+    def locations(self):
+        """The kernel's table of source lines, by which its native code reports errors."""
+        if self._locations is None:
+            self._locations = codegen.location_table(self.body)
+        return self._locations
+
+    def report_errors(self, ndarrays=None):
+        self.program.check_errors(self.kernel.name, ndarrays, self.locations)
 
     def access_summary(self):
         """Its field accesses, for the global data access rules (computed once)."""
@@ -393,9 +405,8 @@ class CompiledKernel:
         prog = self.program
         self.cfunc(prog.field_table_address, self.buffer_address, prog.runtime_address)
         if self.check_errors:
-            prog.check_errors(self.kernel.name, {
-                k: (self.layout.specs[k].name, _as_array(args[k]).shape[:ndim])
-                for k, _, ndim, _ in self.layout.ndarrays})
+            self.report_errors({k: (self.layout.specs[k].name, _as_array(args[k]).shape[:ndim])
+                                for k, _, ndim, _ in self.layout.ndarrays})
         if self.unpack_return is not None:
             return self.unpack_return(self.buffer, self.layout.ret_offset)[0]
 

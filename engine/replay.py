@@ -93,9 +93,9 @@ class LaunchList:
         return self._frozen[1]
 
 
-def run(functions, buffers, name_of, prog=None):
+def run(functions, buffers, kernel_of, prog=None):
     """Call functions[k](fields, buffers[k], runtime) for k = 0, 1, ... in one native loop.
-    `name_of(k)` names the kernel of launch k for an error it reports."""
+    `kernel_of(k)` is the CompiledKernel of launch k, which reports an error it records."""
     if len(functions) == 0:
         return
     prog = prog or runtime.program()
@@ -104,7 +104,7 @@ def run(functions, buffers, name_of, prog=None):
     failed = _native_loop()(functions.ctypes.data, buffers.ctypes.data, len(functions),
                             prog.field_table_address, prog.runtime_address)
     if failed:
-        prog.check_errors(name_of(failed - 1))
+        kernel_of(failed - 1).report_errors()
 
 
 # --- capture: a forward pass recorded once, replayed natively --------------------------
@@ -154,7 +154,7 @@ class Recording:
     def replay(self):
         if self._functions is None:
             self._functions = np.array([c.address for c in self.launches.kernels], dtype=np.uint64)
-        run(self._functions, self.launches.buffer_addresses(), lambda k: self.calls[k][0].name)
+        run(self._functions, self.launches.buffer_addresses(), lambda k: self.launches.kernels[k])
 
     def adjoints(self):
         """(functions, buffers) of the adjoint launches, in reverse order."""

@@ -15,7 +15,7 @@ from .errors import (AutodiffRuleError, TaichiIndexError, TaichiNonFiniteError, 
 
 # Slots of the runtime buffer (int64 words).
 RT_ERROR_FLAG = 0       # 0: none; otherwise an ERROR_* code
-RT_ERROR_LOC = 1        # index into Program.locations
+RT_ERROR_LOC = 1        # index into the kernel's table of source lines (codegen.location_table)
 RT_ERROR_FIELD = 2      # field id (or -1-arg for ndarrays)
 RT_RNG_COUNTER = 3      # launches so far, mixed into each launch's random stream
 RT_RNG_SEED = 4
@@ -71,10 +71,8 @@ class Program:
         # Raw addresses handed to every launch (numpy's .ctypes.data builds objects per call).
         self.field_table_address = self.field_table.ctypes.data
         self.runtime_address = self.runtime_buffer.ctypes.data
-        self.locations = []           # source locations that native code reports by index
         self.dual_epoch = 0           # bumped whenever a .dual is allocated
         self.grad_epoch = 0           # bumped whenever a .grad is allocated
-        self._location_ids = {}
 
     def register_field(self, field):
         """Give a field the next slot of the field table."""
@@ -118,26 +116,19 @@ class Program:
             self._rule_memo = (self.grad_epoch, PlanNode())
         return self._rule_memo[1]
 
-    def location_id(self, loc):
-        key = (loc.filename, loc.lineno, loc.col) if loc else None
-        if key not in self._location_ids:
-            self._location_ids[key] = len(self.locations)
-            self.locations.append(loc)
-        return self._location_ids[key]
-
-    def check_errors(self, kernel_name, ndarrays=None):
-        """After a debug-mode launch: turn an error recorded by native code into an exception.
-        `ndarrays`: {argument position: (name, shape)} of the launch's ndarray arguments."""
+    def check_errors(self, kernel_name, ndarrays=None, locations=()):
+        """After a launch that can report errors: turn an error recorded by native code into
+        an exception. `ndarrays`: {argument position: (name, shape)} of the launch's ndarray
+        arguments; `locations`: the kernel's table of source lines (codegen.location_table)."""
         rt = self.runtime_buffer
         if rt[RT_ERROR_FLAG] == 0:
             return
         code, at = int(rt[RT_ERROR_FLAG]), int(rt[RT_ERROR_LOC])
-        # (a kernel loaded from the disk cache numbers lines by another program's table)
-        loc = self.locations[at] if 0 <= at < len(self.locations) else None
+        loc = locations[at] if 0 <= at < len(locations) else None
         ident = int(rt[RT_ERROR_FIELD])
         rt[RT_ERROR_FLAG] = 0
         if code in (ERROR_RULE1, ERROR_RULE2, ERROR_RACE):
-            raise self._rule_error(code, loc, ident, kernel_name, ndarrays)
+            raise self._rule_error(code, loc, ident, kernel_name, ndarrays, locations)
         if code == ERROR_INDEX:
             if ident >= 0:
                 field = self.fields[ident]
@@ -161,7 +152,7 @@ class Program:
         raise TaichiRuntimeError(f'kernel {kernel_name} reported error {code}')
 
 
-    def _rule_error(self, code, loc, ident, kernel_name, ndarrays):
+    def _rule_error(self, code, loc, ident, kernel_name, ndarrays, locations):
         """The AutodiffRuleError of a rule broken inside a checked launch (engine/rules.py)."""
         from .rules import ACCESS_KINDS, race_message, rule_message
         rt = self.runtime_buffer
@@ -178,7 +169,7 @@ class Program:
             message = race_message(target, kind)
         else:
             rule = 2 if code == ERROR_RULE2 else 1
-            earlier = self.locations[read_loc] if 0 <= read_loc < len(self.locations) else None
+            earlier = locations[read_loc] if 0 <= read_loc < len(locations) else None
             message = (f'global data access rule {rule} is broken: '
                        + rule_message(rule, target, earlier.lineno if earlier else None, kind))
         return AutodiffRuleError(f'in kernel {kernel_name} (element {element} of {target.name}): {message}', loc)

@@ -237,7 +237,8 @@ class Tape:
             end = start
             if unit.block is not None:
                 functions, buffers = unit.block.adjoints()
-                replay.run(functions, buffers, lambda k, r=unit.block: r.calls[len(r.calls) - 1 - k][0].name)
+                replay.run(functions, buffers, lambda k, r=unit.block:
+                           r.launches.kernels[len(r.calls) - 1 - k].adjoint_compiled())
             else:
                 unit.backward(*unit.args)
         self._run_adjoints(adjoints, 0, end)
@@ -250,11 +251,11 @@ class Tape:
             adjoint.cfunc(prog.field_table_address, int(self.native.buffer_addresses()[start]),
                           prog.runtime_address)
             if adjoint.check_errors:
-                prog.check_errors(adjoint.kernel.name)
+                adjoint.report_errors()
         elif end > start:
             buffers = self.native.buffer_addresses()
             replay.run(adjoints[start:end][::-1], buffers[start:end][::-1],
-                       lambda k: self.native.kernels[end - 1 - k].kernel.name)
+                       lambda k: self.native.kernels[end - 1 - k].adjoint_compiled())
 
 
 def _put_back(saved):

@@ -5,6 +5,10 @@ order, several loops, ndarrays, no_grad kernels, Python writes, captures). Each 
 the float64 finite-difference gradient or an AutodiffRuleError naming the rule, the field
 by its Python name, the kernel and the source line.
 """
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -654,3 +658,30 @@ def test_a_rollout_reading_neighbours_of_the_last_step_is_proven_safe(f64):
 
     step(0)
     assert step.compiled((0,)).access_summary().unproven == []   # no checked build needed
+
+
+def test_a_checked_build_from_the_disk_cache_names_the_right_lines(tmp_path):
+    # native code names source lines by the kernel's own table (codegen.location_table),
+    # so a build another process compiled reports the same lines
+    script = tmp_path / 'alias.py'
+    script.write_text(
+        'import numpy as np\n'
+        'import engine as ti\n'
+        'ti.init(default_fp=ti.f64)\n'
+        'b = ti.field(float, shape=3, needs_grad=True)\n'
+        'loss = ti.field(float, shape=(), needs_grad=True)\n'
+        '\n'
+        '@ti.kernel\n'
+        'def alias(m: ti.i32):\n'
+        '    loss[None] += b[1] ** 2\n'
+        '    b[m] += 10\n'
+        '\n'
+        'try:\n'
+        '    with ti.ad.Tape(loss):\n'
+        '        alias(1)\n'
+        'except ti.ad.AutodiffRuleError as error:\n'
+        '    print(str(error).strip().splitlines()[-1])\n')
+    env = dict(os.environ, ENGINE_CACHE_DIR=str(tmp_path / 'cache'))
+    outputs = [subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True,
+                              check=True).stdout for _ in range(2)]
+    assert outputs[0] == outputs[1] and 'field b is read at line 9 and then accumulated into' in outputs[0]
