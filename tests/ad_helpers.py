@@ -4,6 +4,11 @@
 differences of the same forward computation, element by element; the forward is
 re-run from Python for every perturbed input element, so keep the inputs small.
 """
+import atexit
+import os
+import shutil
+import tempfile
+
 import numpy as np
 import pytest
 
@@ -87,3 +92,16 @@ def fd_check(loss, inputs, forward, eps=EPS, rtol=RTOL, atol=ATOL, nonzero=True)
 
 def set_field(field, array):
     field.from_numpy(np.asarray(array, dtype=field.dtype.np))
+
+
+_generated_dir = None
+
+
+def generated_source_path(name):
+    """Where a generated program's source goes: one folder per process, removed when the
+    process exits normally (a process that crashes leaves it, for the fuzz scripts to keep)."""
+    global _generated_dir
+    if _generated_dir is None:
+        _generated_dir = tempfile.mkdtemp(prefix='engine_generated_')
+        atexit.register(shutil.rmtree, _generated_dir, True)
+    return os.path.join(_generated_dir, name)

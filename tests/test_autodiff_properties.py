@@ -31,7 +31,6 @@ import itertools
 import os
 import subprocess
 import sys
-import tempfile
 import time
 
 import numpy as np
@@ -44,6 +43,7 @@ if HERE not in sys.path:
 
 import engine as ti                                     # noqa: E402
 from engine import threadpool                           # noqa: E402
+from ad_helpers import generated_source_path             # noqa: E402
 from kernel_grammar import N, case_source, race_source  # noqa: E402
 
 EXAMPLES = int(os.environ.get('AUTODIFF_FUZZ_EXAMPLES', 21))
@@ -97,7 +97,7 @@ STATS = Stats()
 
 
 def load_generated(source, announce=False):
-    path = os.path.join(tempfile.mkdtemp(prefix='engine_fuzz_'), f'generated_{next(_counter)}.py')
+    path = generated_source_path(f'generated_{next(_counter)}.py')
     with open(path, 'w') as f:
         f.write(source)
     if announce:        # a crash of the process (not an exception) still names the case

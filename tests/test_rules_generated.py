@@ -32,6 +32,7 @@ if HERE not in sys.path:
     sys.path.insert(0, HERE)
 
 import engine as ti                         # noqa: E402
+from ad_helpers import generated_source_path  # noqa: E402
 from rule_grammar import program_source     # noqa: E402
 
 EXAMPLES = int(os.environ.get('RULES_FUZZ_EXAMPLES', 330))
@@ -71,7 +72,7 @@ class RuleFailure(AssertionError):
 
 
 def load(source):
-    path = os.path.join(tempfile.mkdtemp(prefix='rule_fuzz_'), f'rule_program_{next(_counter)}.py')
+    path = generated_source_path(f'rule_program_{next(_counter)}.py')
     with open(path, 'w') as f:
         f.write(source)
     print(f'checking {path}', file=sys.stderr, flush=True)     # a crash still names the program
