@@ -314,9 +314,11 @@ def test_forked_child_starts_without_workers(k):
         os.waitpid(pid, 0)
         pytest.fail('forked child did not finish (deadlock?)')
     if os.WIFSIGNALED(status):
-        # Seen once in about seven full suite runs (never with this file alone): the child
-        # died by a signal inside engine_pool_resize while re-creating its workers. A real
-        # bug, not understood yet, left for the "no program crashes the process" issue.
+        # Seen in some full suite runs (3 of 8; never with this file alone, nor in 950
+        # fork/resize cycles of a stress script): the child died by a signal inside
+        # engine_pool_resize while re-creating its workers, after something earlier tests
+        # leave behind. A real bug, not understood yet, left for the "no program crashes
+        # the process" issue.
         pytest.xfail(f'forked child killed by signal {os.WTERMSIG(status)} while re-creating workers')
     assert os.waitstatus_to_exitcode(status) == 0
     check_counts(k, 10**4, 1)  # the parent's pool is unaffected
