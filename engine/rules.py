@@ -15,11 +15,12 @@ rules are errors (AutodiffRuleError naming the rule, the field, the kernel and t
   with one and read back into a differentiable result: the gradient would be zero.
 They are checked in two steps. At compilation (`KernelSummary`), every pair of accesses
 to a field is examined: an early error for a violation provable from the indices alone,
-and the set of fields whose safety cannot be proven (`unproven`). For those, launches on
-a tape run a checked build of the kernel (engine/codegen.py, `shadow`) that keeps two
-shadow words per element (the line of its last read; the loop, iteration and kind of its
-last write) and reports the first violation exactly, whatever the indices: aliases,
-data-dependent indices, iteration order.
+and the set of fields whose safety cannot be proven (`unproven`). For those, a launch on
+a tape runs a checked build of the kernel (engine/codegen.py, `shadow_access`) that keeps
+two shadow words per element (the line of its last read; the loop, iteration and kind of
+its last write) and reports the first violation exactly, whatever the indices: aliases,
+data-dependent indices, iteration order. It does so at each step of a sequence of launches
+the program's tapes have not seen before (`PlanNode`), or at every launch ('always').
 
 Across launches every read-then-modify has a right answer, so it is computed, not
 refused (`TapeChecker`): each access has a box of the elements it can touch (per axis:
@@ -27,7 +28,8 @@ a constant, an argument plus a constant, or the whole axis), resolved with the l
 arguments; the tape marks what launches read, and before a launch, a no_grad launch or
 a Python write modifies marked elements, it saves them (and their tangents) and the
 backward pass puts them back after that launch's adjoint. A Python write or a no_grad
-store also ends the gradient of what it overwrote (its value is a constant to the tape).
+store over elements the tape used also ends their gradient (its value is a constant to
+the tape); over elements it has not touched yet it sets an input, as in Taichi.
 """
 import numpy as np
 
