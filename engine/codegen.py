@@ -229,24 +229,26 @@ class FunctionEmitter:
         writer = b.and_(b.lshr(last_write, I64(1)), I64(0x7FFFFFFF))
         other_iteration = b.and_(same_loop, b.icmp_unsigned('!=', writer, iteration))
         if stmt.op == 'global_load':
-            self.report_rule(stmt, target, other_iteration, rt.ERROR_RACE, I64(-1), offset, 0)
+            self.report(stmt, other_iteration, rt.ERROR_RACE, target, (I64(-1), offset, I64(0)))
             b.store(I32(loc + 1), read_ptr)
             return
         is_store = stmt.op == 'global_store' or stmt.attrs['kind'] not in ('add', 'sub')
         last_read = b.sext(b.load(read_ptr), I64)
         rule = b.select(b.icmp_unsigned('!=', last_write, I64(0)), I64(rt.ERROR_RULE2), I64(rt.ERROR_RULE1))
         kind = 1 if is_store else 2
-        self.report_rule(stmt, target, b.icmp_unsigned('!=', last_read, I64(0)), rule,
-                         b.sub(last_read, I64(1)), offset, kind)
+        self.report(stmt, b.icmp_unsigned('!=', last_read, I64(0)), rule, target,
+                    (b.sub(last_read, I64(1)), offset, I64(kind)))
         stored_before = b.icmp_unsigned('!=', b.and_(last_write, I64(1)), I64(0))
         race = b.and_(other_iteration, b.or_(I1(is_store), stored_before))
-        self.report_rule(stmt, target, race, rt.ERROR_RACE, I64(-1), offset, kind)
+        self.report(stmt, race, rt.ERROR_RACE, target, (I64(-1), offset, I64(kind)))
         sticky = b.and_(b.and_(same_loop, b.not_(other_iteration)), stored_before)
         flag = b.zext(b.or_(I1(is_store), sticky), I64)
         stamp = b.or_(b.or_(b.shl(phase, I64(32)), b.shl(iteration, I64(1))), flag)
         b.store(stamp, write_ptr)
 
-    def report_rule(self, stmt, target, bad, code, other_line, offset, kind):
+    def report(self, stmt, bad, code, target=None, words=()):
+        """If `bad`: record error `code` at stmt's source line, the field or ndarray it names
+        (`target`) and up to 8 more words (the first error wins)."""
         b = self.b
         with b.if_then(bad, likely=False):
             flag = self.rt_word(rt.RT_ERROR_FLAG)
@@ -254,21 +256,10 @@ class FunctionEmitter:
             first = b.extract_value(b.cmpxchg(flag, I64(0), code, 'monotonic', 'monotonic'), 1)
             with b.if_then(first):
                 b.store(I64(self.km.location_id(stmt.loc)), self.rt_word(rt.RT_ERROR_LOC))
-                ident = target.id if isinstance(target, Field) else -1 - target.index
+                ident = -1 if target is None else target.id if isinstance(target, Field) else -1 - target.index
                 b.store(I64(ident), self.rt_word(rt.RT_ERROR_FIELD))
-                b.store(other_line, self.rt_word(rt.RT_ERROR_INDEX))
-                b.store(offset, self.rt_word(rt.RT_ERROR_INDEX + 1))
-                b.store(I64(kind), self.rt_word(rt.RT_ERROR_INDEX + 2))
-
-    def report(self, stmt, bad, code):
-        """If `bad`: record error `code` at stmt's source line (the first error wins)."""
-        b = self.b
-        with b.if_then(bad, likely=False):
-            flag = self.rt_word(rt.RT_ERROR_FLAG)
-            first = b.extract_value(b.cmpxchg(flag, I64(0), I64(code), 'monotonic', 'monotonic'), 1)
-            with b.if_then(first):
-                b.store(I64(self.km.location_id(stmt.loc)), self.rt_word(rt.RT_ERROR_LOC))
-                b.store(I64(-1), self.rt_word(rt.RT_ERROR_FIELD))
+                for k, word in enumerate(words[:8]):
+                    b.store(word, self.rt_word(rt.RT_ERROR_INDEX + k))
 
     def debug_check_op(self, stmt, args, result):
         """Debug mode: NaN/Inf made from finite operands; integer division by zero."""
@@ -301,16 +292,7 @@ class FunctionEmitter:
         bad = I1(0)
         for index, extent in zip(indices, extents):
             bad = b.or_(bad, b.icmp_unsigned('>=', index, extent))
-        with b.if_then(bad, likely=False):
-            flag = self.rt_word(rt.RT_ERROR_FLAG)
-            first = b.extract_value(b.cmpxchg(flag, I64(0), I64(rt.ERROR_INDEX), 'monotonic', 'monotonic'), 1)
-            with b.if_then(first):
-                loc = self.km.location_id(stmt.loc)
-                b.store(I64(loc), self.rt_word(rt.RT_ERROR_LOC))
-                ident = target.id if isinstance(target, Field) else -1 - target.index
-                b.store(I64(ident), self.rt_word(rt.RT_ERROR_FIELD))
-                for k, index in enumerate(indices[:8]):
-                    b.store(index, self.rt_word(rt.RT_ERROR_INDEX + k))
+        self.report(stmt, bad, rt.ERROR_INDEX, target, indices)
         return b.select(bad, I64(0), offset)
 
     # --- random numbers: splitmix64 over a per-iteration state ----------------------

@@ -417,10 +417,9 @@ class KernelSummary:
             groups.setdefault((acc.target, acc.kind, box.axes), (acc.target, acc.kind, box, acc.stmt))
         self.accesses = list(groups.values())
         self.reads = {t: s for t, kind, _, s in reversed(self.accesses) if kind == READ}
-        self.writes = {t: s for t, kind, _, s in reversed(self.accesses) if kind != READ}
         self.stores_with_grad = any(kind == STORE and has_grad(t) for t, kind, _, _ in self.accesses)
         self._body, self._all = body, accesses
-        fields = [t for t in list(self.reads) + list(self.writes) if isinstance(t, Field)]
+        fields = [t for t, *_ in self.accesses if isinstance(t, Field)]
         self.program = fields[0].program if fields else None
         self._flow = (None, None)
 

@@ -47,9 +47,8 @@ class Config:
         self.interpret = bool(interpret)            # run kernels on the IR interpreter (engine/interpret.py)
         self.native_replay = bool(native_replay) and not self.interpret   # off: adjoints launch from Python
         # the global data access rules (engine/rules.py): True, False or 'always' (check
-        # every launch inside, not only the first with each arguments)
-        # every launch inside, not only the first with each arguments); the default comes
-        # from $ENGINE_AD_VALIDATION (a test suite sets 'always'), else True
+        # inside every launch, not only at steps of a sequence the tapes had not seen); the
+        # default comes from $ENGINE_AD_VALIDATION (a test suite sets 'always'), else True
         if ad_validation is None:
             ad_validation = {'always': 'always', '0': False, 'off': False}.get(
                 os.environ.get('ENGINE_AD_VALIDATION', ''), True)
@@ -73,6 +72,7 @@ class Program:
         self.runtime_address = self.runtime_buffer.ctypes.data
         self.dual_epoch = 0           # bumped whenever a .dual is allocated
         self.grad_epoch = 0           # bumped whenever a .grad is allocated
+        self._rule_memo = (None, None)    # (grad_epoch, rules.PlanNode): see rule_memo
 
     def register_field(self, field):
         """Give a field the next slot of the field table."""
@@ -112,7 +112,7 @@ class Program:
         """What tapes of this program did for each sequence of launches they saw
         (engine/rules.py, TapeChecker); forgotten when a gradient is placed."""
         from .rules import PlanNode
-        if getattr(self, '_rule_memo', (None,))[0] != self.grad_epoch:
+        if self._rule_memo[0] != self.grad_epoch:
             self._rule_memo = (self.grad_epoch, PlanNode())
         return self._rule_memo[1]
 

@@ -156,8 +156,9 @@ class Tape:
             saves = self.checker.replay(recording)
             if saves:
                 self._save(saves, f'replay of {recording.name}')
-        for array in recording.ndarrays_with_grad():
-            self.clear_ndarray_gradient(array) if self.clear_gradients else None
+        if self.clear_gradients:
+            for array in recording.ndarrays_with_grad():
+                self.clear_ndarray_gradient(array)
         self.units.append((len(self.native.kernels), Unit(
             _python_backward(recording), (), recording.name, recording.replay, recording)))
         return True
