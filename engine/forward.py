@@ -38,6 +38,7 @@ class TangentPass:
         self.used = set()     # statements whose values later statements use
         self.parallel = 0     # depth of parallel loops around the statement being copied
         self.finite = frozenset()   # statements whose partials need no NaN guard (ops.finite_partials)
+        self.reused = frozenset()   # primal statements already emitted, used as they are (`reusing`)
 
     def run(self, body):
         with building(self.out):
@@ -67,7 +68,18 @@ class TangentPass:
             self.block(block)
         return target
 
+    def reusing(self, block):
+        """Emit only tangents for `block`, whose primal statements the builder has already
+        run (an inlined ti.ad transform): they are used as they are, not copied once per
+        direction. Straight-line blocks only: a loop or a branch must rerun with its tangents."""
+        if not any(s.op in ('if', 'for', 'while') for s in walk(block)):
+            self.reused = frozenset(block.stmts)
+        return self
+
     def clone(self, s, **attrs):
+        if s in self.reused:
+            self.copy[s] = s
+            return s
         copy = self.emit(s.op, [self.copy_of(a) for a in s.args], s.dtype, **{**s.attrs, **attrs})
         self.copy[s] = copy
         return copy

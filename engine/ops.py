@@ -162,6 +162,24 @@ def _same_value(a, b, single):
             and all(x is y for x, y in zip(a.args, b.args)))
 
 
+def _outside_bounds(statements, depth=64):
+    """Bounds of the values `statements` use but do not define (the arguments of an inlined
+    `ti.ad` transform): an expression of sources and constants is bounded as inside; a
+    local's value or anything deeper than `depth` is unknown."""
+    inside = set(statements)
+    memo = {}
+
+    def bound(s, depth):
+        if s not in memo:
+            if s.dtype is None or s.op == 'local_load' or depth == 0:
+                memo[s] = (False, -_INF)
+            else:
+                args = {a: bound(a, depth - 1) for a in s.args if a not in inside}
+                memo[s] = _bound(s, args, {}, {})
+        return memo[s]
+    return {a: bound(a, depth) for s in statements for a in s.args if a not in inside}
+
+
 def finite_partials(body):
     """The statements of `body` whose partials are finite wherever they are evaluated, so
     that their chain terms need no NaN guard: a smooth op of finite operands, or sqrt,
@@ -179,8 +197,9 @@ def finite_partials(body):
     single = {s: stored[s.args[0]][0].args[1] for s in statements if s.op == 'local_load'
               and len(stored.get(s.args[0], ())) == 1 and stored[s.args[0]][0].op == 'local_store'}
     cells = {}
+    outside = _outside_bounds(list(walk(body)))
     for rounds in range(len(stores) + 8):
-        bounds = {}
+        bounds = dict(outside)
         for s in statements:
             bounds[s] = _bound(s, bounds, cells, single)
         updated = {}

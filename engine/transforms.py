@@ -64,7 +64,7 @@ class _Transform:
 
     def directional(self, kb, block, out, seeds):
         """Tangents of f's outputs for the input tangents `seeds` {input value: tangent}."""
-        tp = TangentPass(out=kb.builder, tangent=seeds)
+        tp = TangentPass(out=kb.builder, tangent=seeds).reusing(block)
         tp.copy_block(block)
         zero = ops.const(0, T.defaults.fp)
         return [tp.tangent.get(o, zero) if ops.is_value(o) else zero for o in _entries(out)]

@@ -697,3 +697,46 @@ def test_nan_guards_only_where_a_partial_can_be_non_finite(f64):
     y.grad.fill(1.0)
     k.grad()                    # x = -1: sqrt(-1) sits in the untaken arm, the gradient is finite
     np.testing.assert_allclose(x.grad.to_numpy()[1], 2 * -1.0 + np.cos(-1.0))
+
+
+def test_nan_guards_of_an_inlined_gradient_see_its_arguments(f64):
+    # the arguments of an inlined ti.ad.grad are bounded like the function's own values: an
+    # expression of field values is finite, so floors on the divisor and the log's argument
+    # clear every chain term (sims/fem); a value built from log(0) outside keeps the guards
+    from engine import ops
+    from engine.ir import walk
+    x = ti.field(float, shape=3)
+    s = ti.field(float, shape=3)
+    out = ti.field(float, shape=3)
+
+    @ti.func
+    def energy(p, stretch):
+        return ti.log(ti.max(p * p, 1e-3)) / ti.max(stretch, 0.1) + p * stretch
+
+    d_energy = ti.ad.grad(energy)
+
+    @ti.kernel
+    def floored():
+        for i in range(3):
+            out[i] = d_energy(x[i], 1.0 + 0.5 * s[i])
+
+    @ti.kernel
+    def from_log():
+        for i in range(3):
+            out[i] = d_energy(x[i], ti.log(s[i]))
+
+    def guards(kernel):
+        return sum(1 for st in walk(kernel.compiled(()).body) if st.attrs.get('nan_guard'))
+
+    x.from_numpy(np.array([0.5, -2.0, 0.01]))
+    s.from_numpy(np.array([0.3, -0.5, 1.0]))
+    floored()
+    stretch = np.maximum(1.0 + 0.5 * s.to_numpy(), 0.1)
+    p = x.to_numpy()
+    expected = np.where(p * p > 1e-3, 2 / p, 0.0) / stretch + (1.0 + 0.5 * s.to_numpy())
+    np.testing.assert_allclose(out.to_numpy(), expected, rtol=1e-12)
+    assert guards(floored) == 0
+    s.from_numpy(np.array([0.0, 1.0, 2.0]))         # log(0) = -inf reaches the function
+    from_log()
+    assert guards(from_log) > 0
+    assert np.isfinite(out.to_numpy()[1:]).all()

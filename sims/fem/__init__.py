@@ -34,8 +34,10 @@ the rollout makes steps - 1 advances.
 Defaults: 1,200 states of dt = 5e-4 (0.6 s), E = 200, nu = 0.3, rho = 1, gravity -4.8,
 damping 10, actuation 0.3, sine waves of omega = 40; Adam at learning rate 0.01 for 30
 iterations (the floor contacts make the loss rough at larger steps). The time step is explicit:
-keep dt below about 0.5 * cell / sqrt((lambda + 2 mu) / rho); an inverted triangle (J <= 0) has
-no defined energy and makes the rollout NaN. `--quick`: 200 states, 5 iterations at lr 0.05.
+keep dt below about 0.5 * cell / sqrt((lambda + 2 mu) / rho). The energy takes J at least
+MIN_J = 1e-6 and the stretch at least MIN_STRETCH = 0.05: neither floor binds in a sound rollout,
+and they let the engine prove the gradient's terms finite (no NaN guards: fem runs twice as fast);
+a triangle crushed or inverted past the floor has no restoring log term. `--quick`: 200 states, 5 iterations at lr 0.05.
 
 The step kernel's loops are serial (80 triangles, 59 nodes): the force sums are then
 deterministic and their adjoints need no atomics.
@@ -57,6 +59,11 @@ COLUMNS, ROWS, LEG_ROWS = 12, 4, 2
 LEG_ACTUATORS = {0: 0, 1: 0, 2: 1, 3: 1, 8: 2, 9: 2, 10: 3, 11: 3}
 N_OBS = 4
 OBS_SCALE = (10.0, 1.0)         # displacement, velocity
+# Floors that bound the energy's divisor and log argument away from zero, so that the engine
+# proves their derivatives finite and compiles the gradient without NaN guards (twice as fast,
+# docs/performance.md). Neither binds in a sound rollout (stretch >= 1 - actuation, J near 1).
+MIN_STRETCH = 0.05
+MIN_J = 1e-6
 
 
 def robot_mesh(cell=0.025):
@@ -170,8 +177,8 @@ class FEM(Simulation):
             Binv its D_m^-1, s its vertical rest-shape stretch."""
             Ds = ti.Matrix([[P[0, 0] - P[0, 2], P[0, 1] - P[0, 2]],
                             [P[1, 0] - P[1, 2], P[1, 1] - P[1, 2]]])
-            F = Ds @ Binv @ ti.Matrix([[1.0, 0.0], [0.0, 1.0 / s]])
-            log_J = ti.log(F.determinant())
+            F = Ds @ Binv @ ti.Matrix([[1.0, 0.0], [0.0, 1.0 / ti.max(s, MIN_STRETCH)]])
+            log_J = ti.log(ti.max(F.determinant(), MIN_J))
             return mu / 2 * ((F.transpose() @ F).trace() - 2) - mu * log_J + lam / 2 * log_J * log_J
 
         energy_gradient = ti.ad.grad(triangle_energy)        # d psi / d P, compiled inline
@@ -214,8 +221,8 @@ class FEM(Simulation):
             Serial loops (a few dozen elements): deterministic sums, no atomics in the adjoint."""
             ti.loop_config(serialize=True)
             for k in range(m):
-                s = 1.0 + amplitude[k] * act[t, act_id[k]]
-                g = area[k] * energy_gradient(vertices(x, t, k), B[k], s)
+                # the stretch passed as an expression, not a local: the engine bounds it
+                g = area[k] * energy_gradient(vertices(x, t, k), B[k], 1.0 + amplitude[k] * act[t, act_id[k]])
                 for j in ti.static(range(3)):
                     ti.atomic_add(f[t, vertex[k][j]], -ti.Vector([g[0, j], g[1, j]]))
             ti.loop_config(serialize=True)
