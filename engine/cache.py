@@ -20,6 +20,7 @@ import json
 import os
 import pathlib
 import tempfile
+import warnings
 
 from . import jit
 from .ir import BLOCK_ATTRS, Stmt
@@ -157,6 +158,7 @@ def store(directory, k, obj):
     """Write an entry atomically (a concurrent reader sees the old file or the new one)."""
     header = dict(format=FORMAT.decode(), key=k, host=jit.host_description(),
                   length=len(obj), sha256=hashlib.sha256(obj).hexdigest())
+    tmp = None
     try:
         directory = pathlib.Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
@@ -164,8 +166,18 @@ def store(directory, k, obj):
         with os.fdopen(fd, 'wb') as f:
             f.write(json.dumps(header).encode() + b'\n' + obj)
         os.replace(tmp, _path(directory, k))
-    except OSError:
-        pass        # a read-only or full disk only costs the next run a compile
+    except OSError as error:
+        # a read-only or full disk only costs the next run a compile: the kernel runs, and
+        # the user hears of it once per directory
+        if tmp is not None:
+            pathlib.Path(tmp).unlink(missing_ok=True)
+        if str(directory) not in _warned:
+            _warned.add(str(directory))
+            warnings.warn(f'the kernel cache in {directory} could not be written ({error.strerror or error}); '
+                          f'kernels still run, and are compiled again next time', RuntimeWarning, stacklevel=2)
+
+
+_warned = set()      # cache directories a write failed in (warned once)
 
 
 def clear(directory=None):

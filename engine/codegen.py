@@ -11,6 +11,7 @@ from llvmlite import ir as llir
 from . import ops
 from . import runtime as rt
 from . import dtypes as T
+from .bounds import IndexRanges, unproven_axes
 from .fields import Field
 from .ir import walk
 
@@ -28,8 +29,11 @@ _MIX1, _MIX2 = 0xBF58476D1CE4E5B9, 0x94D049BB133111EB
 class KernelModule:
     """Builds the LLVM module of one kernel."""
 
-    def __init__(self, name, body, ret_offset=None, debug=False, program=None, shadow=()):
+    def __init__(self, name, body, ret_offset=None, debug=False, program=None, shadow=(), check_bounds=True):
         self.name, self.body = name, body
+        # indices not proven in range are checked (engine/bounds.py); debug mode checks all
+        self.index_ranges = None if debug or not check_bounds else IndexRanges(body)
+        self.check_bounds = debug or check_bounds
         # fields and ndarrays whose accesses keep shadow words (engine/rules.py): slot each
         self.shadow = {target: slot for slot, target in enumerate(shadow)}
         self.ret_offset, self.debug, self.program = ret_offset, debug, program
@@ -95,11 +99,28 @@ class FunctionEmitter:
         self.phase = 0                # which parallel loop this code belongs to (0: serial code)
         self.iteration = None         # that loop's index statement
         self.shadows = {}
+        self.abort = None             # abort_block
+        self.chunk = None             # in a task: the [lo, hi) of iterations this call runs
 
     def finish(self):
         if not self.b.block.is_terminated:
             self.ret()
+        if self.abort is not None:
+            self.b.position_at_end(self.abort)
+            self.ret()
         self.entry_builder.branch(self.fn.basic_blocks[1])
+
+    def abort_block(self):
+        """Where this function goes after recording an error that stops the launch."""
+        if self.abort is None:
+            self.abort = self.fn.append_basic_block('abort')
+        return self.abort
+
+    def stop_if_failed(self):
+        """Leave this function when a launch's other code has recorded an error."""
+        failed = self.b.icmp_unsigned('!=', self.b.load(self.rt_word(rt.RT_ERROR_FLAG)), I64(0))
+        with self.b.if_then(failed, likely=False):
+            self.b.branch(self.abort_block())
 
     def ret(self):
         for data, _, _ in self.stacks.values():
@@ -188,6 +209,11 @@ class FunctionEmitter:
         b = self.b
         indices = [b.sext(self.values[a], I64) for a in stmt.args[:ndim]]
         extents = [self.extent(target, axis) for axis in range(ndim)]
+        if self.km.check_bounds:
+            ranges = self.km.index_ranges
+            unproven = list(range(ndim)) if ranges is None else unproven_axes(ranges, stmt)
+            if unproven:
+                self.bounds_check(stmt, target, indices, extents, unproven)
         offset = I64(0)
         for index, extent in zip(indices, extents):
             offset = b.add(b.mul(offset, extent), index)
@@ -196,8 +222,6 @@ class FunctionEmitter:
             ncomp *= n
         if ncomp > 1 or comp:
             offset = b.add(b.mul(offset, I64(ncomp)), I64(comp))
-        if self.km.debug:
-            offset = self.bounds_check(stmt, target, indices, extents, offset)
         return offset
 
     # --- the exact rule check: two shadow words per element (engine/rules.py) -----------
@@ -247,19 +271,23 @@ class FunctionEmitter:
         b.store(stamp, write_ptr)
 
     def report(self, stmt, bad, code, target=None, words=()):
-        """If `bad`: record error `code` at stmt's source line, the field or ndarray it names
-        (`target`) and up to 8 more words (the first error wins)."""
+        """If `bad`: record error `code` (`record`) and go on."""
+        with self.b.if_then(bad, likely=False):
+            self.record(stmt, code, target, words)
+
+    def record(self, stmt, code, target=None, words=()):
+        """Record error `code` at stmt's source line, the field or ndarray it names (`target`)
+        and up to 8 more words (the first error wins)."""
         b = self.b
-        with b.if_then(bad, likely=False):
-            flag = self.rt_word(rt.RT_ERROR_FLAG)
-            code = code if isinstance(code, llir.Value) else I64(code)
-            first = b.extract_value(b.cmpxchg(flag, I64(0), code, 'monotonic', 'monotonic'), 1)
-            with b.if_then(first):
-                b.store(I64(self.km.location_id(stmt.loc)), self.rt_word(rt.RT_ERROR_LOC))
-                ident = -1 if target is None else target.id if isinstance(target, Field) else -1 - target.index
-                b.store(I64(ident), self.rt_word(rt.RT_ERROR_FIELD))
-                for k, word in enumerate(words[:8]):
-                    b.store(word, self.rt_word(rt.RT_ERROR_INDEX + k))
+        flag = self.rt_word(rt.RT_ERROR_FLAG)
+        code = code if isinstance(code, llir.Value) else I64(code)
+        first = b.extract_value(b.cmpxchg(flag, I64(0), code, 'monotonic', 'monotonic'), 1)
+        with b.if_then(first):
+            b.store(I64(self.km.location_id(stmt.loc)), self.rt_word(rt.RT_ERROR_LOC))
+            ident = -1 if target is None else target.id if isinstance(target, Field) else -1 - target.index
+            b.store(I64(ident), self.rt_word(rt.RT_ERROR_FIELD))
+            for k, word in enumerate(words[:8]):
+                b.store(word, self.rt_word(rt.RT_ERROR_INDEX + k))
 
     def debug_check_op(self, stmt, args, result):
         """Debug mode: NaN/Inf made from finite operands; integer division by zero."""
@@ -287,13 +315,18 @@ class FunctionEmitter:
                 inputs_ok = b.and_(inputs_ok, finite(v))
         self.report(stmt, b.and_(inputs_ok, b.not_(finite(result))), rt.ERROR_NON_FINITE)
 
-    def bounds_check(self, stmt, target, indices, extents, offset):
+    def bounds_check(self, stmt, target, indices, extents, axes):
+        """One unsigned compare per unproven axis (a negative index is a huge unsigned one).
+        An index out of range records the error and stops this function before the access:
+        the branch leaves every loop, so where the index does not change inside a loop LLVM
+        moves the check in front of it and the loop keeps its vector code."""
         b = self.b
         bad = I1(0)
-        for index, extent in zip(indices, extents):
-            bad = b.or_(bad, b.icmp_unsigned('>=', index, extent))
-        self.report(stmt, bad, rt.ERROR_INDEX, target, indices)
-        return b.select(bad, I64(0), offset)
+        for axis in axes:
+            bad = b.or_(bad, b.icmp_unsigned('>=', indices[axis], extents[axis]))
+        with b.if_then(bad, likely=False):
+            self.record(stmt, rt.ERROR_INDEX, target, indices)
+            b.branch(self.abort_block())
 
     # --- random numbers: splitmix64 over a per-iteration state ----------------------
     def seed_rng(self, salt):
@@ -373,9 +406,28 @@ class FunctionEmitter:
         return self._atomic(self.values[s.args[0]], self.values[s.args[1]], s.attrs['kind'], s.dtype)
 
     def emit_atomic(self, s):
+        ptr, value, kind = self.address(s), self.values[s.args[-1]], s.attrs['kind']
         if s.attrs.get('exclusive'):      # no other iteration touches this element
-            return self._serial_rmw(self.address(s), self.values[s.args[-1]], s.attrs['kind'], s.dtype)
-        return self._atomic(self.address(s), self.values[s.args[-1]], s.attrs['kind'], s.dtype)
+            return self._serial_rmw(ptr, value, kind, s.dtype)
+        span = s.attrs.get('near')
+        if span is None or not self.in_task:
+            return self._atomic(ptr, value, kind, s.dtype)
+        # only iterations within `span` of this one touch the element (reverse._owned_fields):
+        # away from the ends of this thread's chunk they all run on this thread
+        b = self.b
+        lo, hi = self.chunk
+        i = b.sext(self.values[self.iteration], I64)
+        inside = b.and_(b.icmp_signed('>=', i, b.add(lo, I64(span))),
+                        b.icmp_signed('<', b.add(i, I64(span)), hi))
+        with b.if_else(inside, likely=True) as (plain, atomic):
+            with plain:
+                plain_old, plain_bb = self._serial_rmw(ptr, value, kind, s.dtype), b.block
+            with atomic:
+                atomic_old, atomic_bb = self._atomic(ptr, value, kind, s.dtype), b.block
+        old = b.phi(plain_old.type)
+        old.add_incoming(plain_old, plain_bb)
+        old.add_incoming(atomic_old, atomic_bb)
+        return old
 
     def _atomic(self, ptr, value, kind, dtype):
         if not self.in_task:
@@ -488,6 +540,8 @@ class FunctionEmitter:
         site.linkage, site.initializer = 'internal', site_type([I64(0)] * 3)
         b.call(self.km.parallel_for, [task, b.bitcast(closure, I8P), begin, end, I64(1),
                                       b.bitcast(site, I64.as_pointer())])
+        if self.km.check_bounds:          # a chunk stopped at an index out of range: so does the launch
+            self.stop_if_failed()
 
         inner = FunctionEmitter(self.km, task, None, None, None, in_task=True)
         inner.phase, inner.iteration = self.km.tasks, s.attrs['index']
@@ -505,6 +559,9 @@ class FunctionEmitter:
                 inner.values[c] = slot
             else:
                 inner.values[c] = value
+        inner.chunk = (lo, hi)
+        if self.km.check_bounds:
+            inner.stop_if_failed()
         inner.serial_loop(lo, hi, s, seed_rng=self.km.uses_random)
         inner.finish()
 
@@ -570,6 +627,6 @@ def values_that_only_feed_select_arms(body):
     return frozenset(exempt)
 
 
-def generate(name, body, ret_offset=None, debug=False, program=None, shadow=()):
-    km = KernelModule(name, body, ret_offset, debug, program, shadow)
+def generate(name, body, ret_offset=None, debug=False, program=None, shadow=(), check_bounds=True):
+    km = KernelModule(name, body, ret_offset, debug, program, shadow, check_bounds)
     return km.generate(), km.main_symbol

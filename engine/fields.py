@@ -19,6 +19,45 @@ from .errors import TaichiRuntimeError
 from .matrix import Matrix, Vector
 
 
+def _zeros(field, shape, copies=1):
+    """The memory of a field (or ndarray), or an error that names it. A size the system could promise
+    but not keep (Linux lends memory it does not have and kills the process when the pages
+    are touched) is refused up front: `copies` arrays of this size (with its .grad and
+    .dual) must fit in the memory available now."""
+    if any(not isinstance(n, (int, np.integer)) or n < 0 or n >= 2 ** 31 for n in shape):
+        raise ValueError(f'{field.name}: shape {shape} needs non-negative extents below 2**31 '
+                         f'(kernels index with 32-bit integers)')
+    elements = 1
+    for n in tuple(shape) + tuple(field.element_shape):
+        elements *= int(n)
+    need = elements * np.dtype(field.dtype.np).itemsize
+    available = available_memory()
+    what = (f'field {field.name}' if isinstance(field, Field) else field.name) + f' of shape {shape}' + \
+        (' with its gradient/dual' if copies > 1 else '')
+    if available is not None and need * copies > available:
+        raise MemoryError(f'{what} needs {_gib(need * copies)} of memory; {_gib(available)} is available')
+    try:
+        return np.zeros(tuple(shape) + tuple(field.element_shape), dtype=field.dtype.np)
+    except MemoryError:
+        raise MemoryError(f'{what} needs {_gib(need * copies)} of memory, more than the system gives') from None
+
+
+def available_memory():
+    """Bytes of memory and swap available now (Linux: /proc/meminfo), or None."""
+    try:
+        with open('/proc/meminfo') as meminfo:
+            kib = {line.split(':')[0]: int(line.split()[1]) for line in meminfo if line.split()[1:2]}
+    except (OSError, ValueError, IndexError):
+        return None
+    if 'MemAvailable' not in kib:
+        return None
+    return 1024 * (kib['MemAvailable'] + kib.get('SwapFree', 0))
+
+
+def _gib(nbytes):
+    return f'{nbytes / 2 ** 30:.3g} GiB'
+
+
 def _guess_name(depth=2):
     """The variable a field is assigned to at its creation (`x = ti.field(...)`, also
     `x, y = ti.field(...), ti.field(...)`)."""
@@ -111,9 +150,11 @@ class Field:
         if self.primal is not None and self.primal.placed and self.primal.shape != shape:
             raise TaichiRuntimeError(
                 f'{self.name} must have the shape of {self.primal.name}: {self.primal.shape}, got {shape}')
+        roles = [r for r in ('grad', 'dual') if self._wants.get(r) and not getattr(self, r).placed]
+        data = _zeros(self, shape, copies=1 + len(roles))
         self.shape = shape
         self.auto_placed = not by_user
-        self._data = np.zeros(shape + self.element_shape, dtype=self.dtype.np)
+        self._data = data
         self.program.set_field_address(self, self._data)
         if self.role == 'dual':
             self.program.dual_epoch += 1     # forward-mode kernels compiled before see new duals
@@ -304,7 +345,8 @@ class Ndarray:
         self.dtype = T.resolve(dtype)
         self.shape = _as_shape(shape)
         self.element_shape = tuple(element_shape)
-        self.data = np.zeros(self.shape + self.element_shape, dtype=self.dtype.np)
+        self.name = 'ti.ndarray'
+        self.data = _zeros(self, self.shape, copies=2 if needs_grad else 1)
         self.grad = Ndarray(dtype, shape, element_shape) if needs_grad else None
 
     def to_numpy(self):

@@ -192,6 +192,9 @@ class FunctionSource:
         return SourceLocation(self.filename, lineno, col, end, self.fn.__name__)
 
 
+_MAX_FUNC_DEPTH = 64        # ti.func calls are inlined; deeper chains would exhaust Python's stack
+
+
 class FunctionContext:
     """One function being inlined: its source and its stack of local scopes."""
 
@@ -1039,8 +1042,14 @@ class KernelBuilder(ast.NodeVisitor):
                 scope[p.name] = value
             else:
                 scope[p.name] = self._bind_param(value)
-        if len(self.frames) > 64:
-            raise self.error(node, 'recursion is not supported in ti.func')
+        if len(self.frames) > _MAX_FUNC_DEPTH:
+            chain = [f.source.fn.__name__ for f in self.frames[-4:]] + [func.fn.__name__]
+            calls_itself = any(f.source.fn is func.fn for f in self.frames)
+            raise self.error(node, f'ti.func calls nest more than {_MAX_FUNC_DEPTH} deep (... '
+                                   + ' -> '.join(chain) + '): ' +
+                             ('a ti.func that calls itself needs a ti.static condition that ends the '
+                              'recursion at compile time' if calls_itself else
+                              'the compiler inlines every call; flatten the chain'))
         frame = FunctionContext(source, scope)
         frame.body_block = self.builder.block
         frame.loop_depth = len(self.loops)

@@ -204,13 +204,15 @@ def _trunc_div(a, b):   # sdiv/udiv: C division truncates toward zero
 
 
 def _float_to_int(x, dtype):
-    """fptosi/fptoui. Out of range LLVM gives poison; this follows the x86 code it becomes: a
-    signed conversion to 32 bits (64 for u32 and 64-bit types), INT_MIN if out of its range,
-    truncated to the type."""
-    if dtype is T.u64 and math.isfinite(x) and -1 < x < 2.0 ** 64:
-        return int(x)
-    half = 1 << (63 if dtype.bits == 64 or dtype is T.u32 else 31)
-    return _WRAP[dtype](int(x) if math.isfinite(x) and -half - 1 < x < half else -half)
+    """ops.float_to_int: truncation toward zero, saturated at the type's limits, NaN -> 0."""
+    if math.isnan(x):
+        return 0
+    low, high = (-(1 << (dtype.bits - 1)), (1 << (dtype.bits - 1)) - 1) if dtype.signed else (0, (1 << dtype.bits) - 1)
+    if x <= low:
+        return low
+    if x >= high:
+        return high
+    return int(x)
 
 
 _INT_RULES = {
@@ -218,6 +220,8 @@ _INT_RULES = {
     'mod': lambda to: lambda a, b: a % b if b else 0,
     'truediv': lambda to: _trunc_div,
     'pow': lambda to: lambda a, b: _float_to_int(_ieee(math.pow, np.power)(float(a), float(b)), to),
+    'shl': lambda to: lambda a, b: a << (b & (to.bits - 1)),       # ops._shift_amount
+    'shr': lambda to: lambda a, b: a >> (b & (to.bits - 1)),
     'min': lambda to: _min,
     'max': lambda to: _max,
 }

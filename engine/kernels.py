@@ -5,6 +5,7 @@ a launch packs scalar arguments into a preallocated buffer and calls native
 code through ctypes (which releases the GIL), so the Python work per launch is
 a handful of attribute reads and one `struct.pack_into`.
 """
+import contextlib
 import ctypes
 import inspect
 import itertools
@@ -15,9 +16,9 @@ import time
 
 import numpy as np
 
-from . import cache, codegen, forward, jit, ops, replay, reverse, rules, runtime, tape
+from . import bounds, cache, codegen, forward, jit, ops, replay, reverse, rules, runtime, tape
 from . import dtypes as T
-from .errors import SourceLocation, TaichiTypeError
+from .errors import SourceLocation, TaichiSyntaxError, TaichiTypeError
 from .fields import Field, Ndarray
 from .frontend import FunctionSource, KernelBuilder, NdarrayArg, Template
 from .ir import verify, walk
@@ -158,12 +159,30 @@ class Kernel:
         layout = ArgLayout(self.specs, args, self.return_type)
         builder = KernelBuilder(self.source)
         builder.return_type = self.return_type
-        body = builder.build(layout.bind_params)
+        with too_deep_for_the_compiler(self.name):
+            body = builder.build(layout.bind_params)
         return build_native(self, body, layout, prog)
+
+
+@contextlib.contextmanager
+def too_deep_for_the_compiler(name):
+    """The compiler walks expressions and ti.func calls recursively: one nested more deeply
+    than Python's recursion limit allows is a clear error, not a RecursionError from inside."""
+    try:
+        yield
+    except RecursionError:
+        raise TaichiSyntaxError(f'kernel {name} nests too deeply to compile (Python\'s recursion limit, '
+                                f'{sys.getrecursionlimit()}, was reached): split long expressions into '
+                                f'several statements') from None
 
 
 def build_native(kernel, body, layout, prog, suffix='', shadow=()):
     """IR -> loaded native code, wrapped for launching (from the disk cache when there)."""
+    with too_deep_for_the_compiler(kernel.name + suffix):
+        return _build_native(kernel, body, layout, prog, suffix, shadow)
+
+
+def _build_native(kernel, body, layout, prog, suffix, shadow):
     global compile_seconds
     start = time.perf_counter()
     if prog.config.debug:
@@ -183,6 +202,7 @@ def _load_or_compile(name, body, layout, prog, shadow=()):
     config = prog.config
     # a checked build's shadow slots are part of its code (codegen.shadow_access)
     kind = name + ''.join(f'|f{t.id}' if isinstance(t, Field) else f'|a{t.index}' for t in shadow)
+    kind += '' if config.check_bounds else '|unchecked'
     key = None if config.debug or not config.offline_cache else cache.key(kind, body, layout.ret_offset)
     if key is not None and key in _loaded:
         return _loaded[key]
@@ -190,7 +210,8 @@ def _load_or_compile(name, body, layout, prog, shadow=()):
     entry = codegen.KernelModule.main_symbol_of(symbol)
     obj = cache.load(config.cache_dir, key) if key else None
     if obj is None:
-        llvm_ir, entry = codegen.generate(symbol, body, layout.ret_offset, config.debug, prog, shadow)
+        llvm_ir, entry = codegen.generate(symbol, body, layout.ret_offset, config.debug, prog, shadow,
+                                          config.check_bounds)
         obj = jit.compile_ir(llvm_ir)
         compile_count += 1
         if key:
@@ -290,8 +311,10 @@ class CompiledKernel:
         self.nargs = len(layout.specs)
         rt = layout.return_type
         self.unpack_return = struct.Struct('=' + _scalar_format(rt)).unpack_from if rt else None
-        # Native code reports errors (bounds in debug mode, autodiff stacks out of memory).
-        self.check_errors = prog.config.debug or any(s.op == 'stack_push' for s in walk(body))
+        # Native code reports errors (indices out of range, debug mode's checks, autodiff
+        # stacks out of memory); a launch looks for them only where the code can record one.
+        self.check_errors = (prog.config.debug or any(s.op == 'stack_push' for s in walk(body))
+                             or (prog.config.check_bounds and bounds.checks_indices(body)))
         self.adjoint = None
         self.adjoint_epoch = None
         self.tangents = None

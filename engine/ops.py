@@ -489,7 +489,7 @@ def _lower_pow(b, a, ti, to):
     f64 = llir.DoubleType()
     conv = b.sitofp if to.signed else b.uitofp
     r = _intrinsic(b, 'pow', f64, [conv(a[0], f64), conv(a[1], f64)])
-    return b.fptosi(r, to.llvm) if to.signed else b.fptoui(r, to.llvm)
+    return float_to_int(b, r, to)
 
 
 _FCMP = {'lt': '<', 'le': '<=', 'gt': '>', 'ge': '>=', 'eq': '==', 'ne': '!='}
@@ -548,7 +548,7 @@ def lower_cast(b, x, src, dst):
     if src.is_float and dst.is_float:
         return b.fpext(x, dst.llvm) if dst.bits > src.bits else b.fptrunc(x, dst.llvm)
     if src.is_float:
-        return b.fptosi(x, dst.llvm) if dst.signed else b.fptoui(x, dst.llvm)
+        return float_to_int(b, x, dst)
     if dst.is_float:
         return b.sitofp(x, dst.llvm) if src.signed else b.uitofp(x, dst.llvm)
     if dst.bits > src.bits:
@@ -556,6 +556,23 @@ def lower_cast(b, x, src, dst):
     if dst.bits < src.bits:
         return b.trunc(x, dst.llvm)
     return x
+
+
+def float_to_int(b, x, dst):
+    """Truncation toward zero, saturated at the type's limits, NaN -> 0 (C leaves NaN and
+    values out of range undefined: an index cast from a NaN could be anything)."""
+    kind = 'fptosi' if dst.signed else 'fptoui'
+    full = f'llvm.{kind}.sat.i{dst.bits}.{"f32" if isinstance(x.type, llir.FloatType) else "f64"}'
+    fn = b.module.globals.get(full)
+    if fn is None:
+        fn = llir.Function(b.module, llir.FunctionType(dst.llvm, [x.type]), name=full)
+    return b.call(fn, [x])
+
+
+def _shift_amount(b, amount, to):
+    """A shift by the type's width or more is undefined in C and LLVM: the amount is taken
+    modulo the width, as x86 does (x << 33 is x << 1 for 32 bits)."""
+    return b.and_(amount, llir.Constant(amount.type, to.bits - 1))
 
 
 def _py_floordiv(a, b):
@@ -603,8 +620,9 @@ _def('logical_not', 1, 'bool', _logical(lambda b, x: b.not_(x)), lambda a: int(n
 _def('bit_and', 2, 'int', lambda b, a, ti, to: b.and_(*a), lambda a, b: a & b)
 _def('bit_or', 2, 'int', lambda b, a, ti, to: b.or_(*a), lambda a, b: a | b)
 _def('bit_xor', 2, 'int', lambda b, a, ti, to: b.xor(*a), lambda a, b: a ^ b)
-_def('shl', 2, 'int', lambda b, a, ti, to: b.shl(*a), lambda a, b: a << b)
-_def('shr', 2, 'int', lambda b, a, ti, to: (b.ashr if to.signed else b.lshr)(*a), lambda a, b: a >> b)
+_def('shl', 2, 'int', lambda b, a, ti, to: b.shl(a[0], _shift_amount(b, a[1], to)), lambda a, b: a << b)
+_def('shr', 2, 'int', lambda b, a, ti, to: (b.ashr if to.signed else b.lshr)(a[0], _shift_amount(b, a[1], to)),
+     lambda a, b: a >> b)
 _def('bit_not', 1, 'int', lambda b, a, ti, to: b.not_(a[0]), lambda a: ~a)
 
 _def('neg', 1, 'same', _lower_neg, lambda a: -a, lambda a, out: [-1.0])

@@ -61,7 +61,7 @@ class ReversePass:
         self.kernel_home = self.home
         self.if_depth = 0
         self.in_parallel = False
-        self.exclusive = frozenset()  # fields owned per iteration by the enclosing parallel loop
+        self.exclusive = {}           # fields owned per iteration by the enclosing parallel loop: span
         self.serial_scope = set()     # primal statements copied outside parallel loops
         self.stacks = {}              # primal serial loop -> (AdStack, carried allocas)
         self.trips = {}               # primal loop with a run-time exit -> local counting its iterations
@@ -289,7 +289,7 @@ class ReversePass:
             self.reverse(s.attrs['body'])
         body.stmts[0:0] = self.home
         self.home, self.if_depth, self.in_parallel = saved_home, saved_if, False
-        self.exclusive = frozenset()
+        self.exclusive = {}
 
     def reverse_if(self, s):
         then_b, else_b = Block(), Block()
@@ -326,8 +326,12 @@ class ReversePass:
         indices = [self.primal(a) for a in s.args]
         # iterations of a parallel loop that own their elements add without atomics
         self.emit('atomic', indices + [self.load_adj(s)], s.dtype, target=grad,
-                  component=s.attrs['component'], kind='add',
-                  exclusive=s.attrs['target'] in self.exclusive)
+                  component=s.attrs['component'], kind='add', **self.ownership(s.attrs['target']))
+
+    def ownership(self, target):
+        """The attributes of an adjoint's add into target's gradient (_owned_fields)."""
+        span = self.exclusive.get(target)
+        return {} if span is None else {'exclusive': True} if span == 0 else {'near': span}
 
     def reverse_global_store(self, s):
         # The stored value replaced the element: what was written there before (earlier in
@@ -355,7 +359,7 @@ class ReversePass:
             kept = getattr(s.attrs['target'], 'kept_adjoints', None)     # ti.ad.keep_adjoints
             if kept is not None:
                 self.emit('atomic', indices + [g], value.dtype, target=kept, kind='add',
-                          component=s.attrs['component'], exclusive=s.attrs['target'] in self.exclusive)
+                          component=s.attrs['component'], **self.ownership(s.attrs['target']))
 
     def reverse_return(self, s):
         pass
@@ -418,23 +422,44 @@ def _zero_const(sink, dtype):
 
 
 def _owned_fields(loop):
-    """Fields whose elements each iteration of a parallel loop owns, so that the adjoint's
-    adds into their gradients need no atomics.
+    """{field: span} for the fields whose elements the iterations of a parallel loop touch
+    only near their own index, so that the adjoint's adds into their gradients need no
+    atomics (span 0), or need them only near the ends of a thread's chunk.
 
-    Proof obligation: a field is owned when there is one axis k such that every access
-    to it in the loop (load, store or atomic, at any depth) has the loop index itself
-    at axis k. Two iterations then differ in axis k of every element they touch, so no
-    element is touched by two of them. `x[i, j]` together with `x[j, i]` has the index
-    at different axes and keeps its atomics (tests/test_autodiff_constructs.py runs that
-    program on 2 threads)."""
-    index, axes = loop.attrs['index'], {}
+    Proof obligation: a field is owned with span s when there is one axis k such that every
+    access to it in the loop (load, store or atomic, at any depth) has the loop index plus
+    a constant at axis k, the constants spanning s (`p[t, i - 1]`, `p[t, i]`, `p[t, i + 1]`:
+    s = 2). Iterations i and i' then touch a common element only if |i - i'| <= s. The
+    thread pool runs each chunk [lo, hi) of a loop on one thread, in order, so iteration i
+    shares no element with another thread's iterations when lo + s <= i < hi - s; there
+    codegen adds without atomics (emit_atomic, `near`). `x[i, j]` together with `x[j, i]`
+    has the index at different axes and keeps its atomics everywhere (tests run that
+    program and the shifted one on 2 threads)."""
+    index, offsets = loop.attrs['index'], {}
     for s in walk(loop.attrs['body']):
         if s.op in ('global_load', 'global_store', 'atomic'):
             indices = s.args if s.op == 'global_load' else s.args[:-1]
-            at = {k for k, a in enumerate(indices) if a is index}
+            found = {k: c for k, c in ((k, _offset_from(a, index)) for k, a in enumerate(indices)) if c is not None}
             target = s.attrs['target']
-            axes[target] = axes.get(target, at) & at
-    return frozenset(target for target, common in axes.items() if common)
+            if target not in offsets:
+                offsets[target] = {k: {c} for k, c in found.items()}
+            else:
+                offsets[target] = {k: cs | {found[k]} for k, cs in offsets[target].items() if k in found}
+    return {target: min(max(cs) - min(cs) for cs in axes.values())
+            for target, axes in offsets.items() if axes}
+
+
+def _offset_from(value, index):
+    """c when `value` is `index + c` (or `index - c`, `c + index`) for a constant c."""
+    if value is index:
+        return 0
+    if value.op in ('add', 'sub') and value.dtype is not None and value.dtype.is_int:
+        a, b = value.args
+        if a is index and b.op == 'const':
+            return int(b.attrs['value']) * (1 if value.op == 'add' else -1)
+        if b is index and a.op == 'const' and value.op == 'add':
+            return int(a.attrs['value'])
+    return None
 
 
 def _grad_of(target):

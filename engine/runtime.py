@@ -36,10 +36,11 @@ class Config:
     def __init__(self, default_fp=T.f32, default_ip=T.i32, debug=False,
                  cpu_max_num_threads=None, random_seed=0, offline_cache=True,
                  offline_cache_file_path=None, native_replay=True, ad_validation=None,
-                 interpret=False, **ignored):
+                 interpret=False, check_bounds=True, **ignored):
         self.default_fp = T.resolve(default_fp)
         self.default_ip = T.resolve(default_ip)
         self.debug = bool(debug)
+        self.check_bounds = bool(check_bounds) or self.debug     # indices out of range raise IndexError
         self.num_threads = int(cpu_max_num_threads or os.cpu_count() or 1)
         self.random_seed = int(random_seed)
         self.offline_cache = bool(offline_cache)

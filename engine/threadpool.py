@@ -69,6 +69,7 @@ _POOL_IR = """
 @sleepers = internal global i32 0, align 64   ; workers inside futex_wait(@gen)
 @limit = internal global i32 0, align 64      ; number of workers wanted (ids 0..limit-1)
 @alive = internal global i32 0, align 64      ; number of workers running
+@tids = internal global [{max_workers} x i64] zeroinitializer   ; pthread_t of worker k
 @next = internal global i64 0, align 64       ; next chunk index to claim
 @remaining = internal global i32 0, align 64  ; chunks of the open job not finished yet
 @waiting = internal global i32 0, align 64    ; owner inside futex_wait(@remaining)
@@ -86,7 +87,7 @@ declare i64 @llvm.readcyclecounter()
 declare i64 @llvm.umin.i64(i64, i64)
 declare i32 @sched_yield()
 declare i32 @pthread_create(ptr, ptr, ptr, ptr)
-declare i32 @pthread_detach(i64)
+declare i32 @pthread_join(i64, ptr)
 {relax_decl}
 
 define internal void @relax() alwaysinline {{
@@ -356,7 +357,6 @@ pool:
 ; Set the number of workers to %want; returns how many are running.
 define i32 @engine_pool_resize(i32 %want) {{
 entry:
-  %tid = alloca i64
   br label %lock
 lock:
   %c = cmpxchg ptr @busy, i32 0, i32 1 acquire monotonic
@@ -372,17 +372,23 @@ locked:
   br i1 %shrink, label %stop, label %spawn
 stop:
   ; Changing @gen makes every futex_wait on it return, so surplus workers see
-  ; the new limit (an even step keeps the pool idle).
+  ; the new limit (an even step keeps the pool idle). Each is joined: when this
+  ; returns no surplus thread is still on its way out (a fork() meanwhile could
+  ; leave the child's thread library with a stack still in use).
   %g = atomicrmw add ptr @gen, i32 2 seq_cst
   call void @futex_wake(ptr @gen, i32 2147483647)
-  br label %stopping
-stopping:
-  %a = load atomic i32, ptr @alive seq_cst, align 4
-  %gone = icmp eq i32 %a, %want
-  br i1 %gone, label %done, label %yield
-yield:
-  %y1 = call i32 @sched_yield()
-  br label %stopping
+  br label %joining
+joining:
+  %j = phi i32 [ %want, %stop ], [ %j1, %join_one ]
+  %more = icmp ult i32 %j, %have
+  br i1 %more, label %join_one, label %done
+join_one:
+  %j64 = zext i32 %j to i64
+  %jslot = getelementptr [{max_workers} x i64], ptr @tids, i64 0, i64 %j64
+  %jt = load i64, ptr %jslot
+  %jr = call i32 @pthread_join(i64 %jt, ptr null)
+  %j1 = add i32 %j, 1
+  br label %joining
 spawn:
   %id = phi i32 [ %have, %locked ], [ %id1, %created ]
   %need = icmp ult i32 %id, %want
@@ -390,12 +396,11 @@ spawn:
 create:
   %id64 = zext i32 %id to i64
   %arg = inttoptr i64 %id64 to ptr
-  %rc = call i32 @pthread_create(ptr %tid, ptr null, ptr @worker, ptr %arg)
+  %slot = getelementptr [{max_workers} x i64], ptr @tids, i64 0, i64 %id64
+  %rc = call i32 @pthread_create(ptr %slot, ptr null, ptr @worker, ptr %arg)
   %ok = icmp eq i32 %rc, 0
   br i1 %ok, label %created, label %failed
 created:
-  %t = load i64, ptr %tid
-  %d = call i32 @pthread_detach(i64 %t)
   %a1 = atomicrmw add ptr @alive, i32 1 seq_cst
   %id1 = add i32 %id, 1
   br label %spawn
@@ -438,11 +443,15 @@ def _runtime_ir() -> str:
     # One contiguous chunk per thread: MPM scatters from spatially sorted particles then
     # write mostly different grid cache lines (4 interleaved chunks per thread made
     # diffmpm 0.6-0.8 s on 2 threads, depending on where the vCPUs sat; 1 chunk: 0.57-0.61 s).
-    return _POOL_IR.format(relax_decl=relax_decl, relax_call=relax_call, spin=spin,
-                           sys_futex=_SYS_FUTEX[arch], chunks_per_thread=1,
+    # $ENGINE_CHUNKS_PER_THREAD, for tests: many small chunks put the ends of chunks that
+    # threads run at the same time next to each other, where a race between chunks shows.
+    chunks = max(1, int(os.environ.get('ENGINE_CHUNKS_PER_THREAD', '1')))
+    return _POOL_IR.format(relax_decl=relax_decl, relax_call=relax_call, spin=spin, max_workers=MAX_WORKERS,
+                           sys_futex=_SYS_FUTEX[arch], chunks_per_thread=chunks,
                            min_parallel_work=int(_ticks_per_us() * PARALLEL_MIN_US * 256))
 
 
+MAX_WORKERS = 1023        # threads besides the caller (install() asks for at most this many)
 PARALLEL_MIN_US = 10      # a loop is split when it would take longer than this inline
 
 
@@ -491,7 +500,7 @@ def install(num_threads: int):
     global _threads
     with _lock:
         _load()
-        _threads = _resize(max(int(num_threads), 1) - 1) + 1
+        _threads = _resize(min(max(int(num_threads), 1) - 1, MAX_WORKERS)) + 1
 
 
 def num_threads() -> int:

@@ -6,7 +6,8 @@ backward + update) with 1 and with 2 threads.
 Usage: python scripts/bench.py [--json bench.json] [--sims a,b | --sims none] [--quick]
 Prints a table and writes the numbers as JSON. Timings are medians of repeats. Each
 simulator runs in fresh processes (cold cache, warm cache at 2 threads, warm at 1 thread,
-warm with the global data access rules unchecked: what the rule checker costs).
+warm with the global data access rules unchecked: what the rule checker costs; warm without
+index checks: what ti.init(check_bounds=False) saves).
 """
 import argparse
 import json
@@ -223,9 +224,10 @@ def bench_compile():
     return {'compile_50_line_s': best_of(compile_once, repeats=3)}
 
 
-def run_simulator(name, threads, quick, cache_dir, iterations=3, rules=True):
+def run_simulator(name, threads, quick, cache_dir, iterations=3, rules=True, bounds=True):
     """In this process: start-up, first iteration, compile time, steady iterations
-    (`rules=False`: with the global data access rules unchecked, engine/rules.py)."""
+    (`rules=False`: with the global data access rules unchecked, engine/rules.py;
+    `bounds=False`: without index checks, as ti.init(check_bounds=False))."""
     start = time.perf_counter()
     import sims
     from sims import optimizers
@@ -233,9 +235,11 @@ def run_simulator(name, threads, quick, cache_dir, iterations=3, rules=True):
     imported = time.perf_counter()
     os.environ['ENGINE_CACHE_DIR'] = cache_dir      # read by the ti.init that create() calls
     sim = sim_class.create(quick=quick, threads=threads)
+    from engine import runtime
     if not rules:
-        from engine import runtime
         runtime.program().config.ad_validation = False
+    if not bounds:                  # before the first iteration compiles the kernels
+        runtime.program().config.check_bounds = False
     created = time.perf_counter()
     optimizer = optimizers.make(sim.cfg.optimizer, sim.parameters(), lr=sim.cfg.lr, clip=sim.cfg.clip)
 
@@ -256,13 +260,14 @@ def bench_simulator(name, quick):
     the rules unchecked (2 threads), each in a fresh process."""
     with tempfile.TemporaryDirectory() as cache_dir:
         runs = {}
-        for label, threads in (('cold', 2), ('warm', 2), ('warm1', 1), ('norules', 2)):
+        for label, threads in (('cold', 2), ('warm', 2), ('warm1', 1), ('norules', 2), ('nobounds', 2)):
             command = [sys.executable, __file__, '--worker', name, '--threads', str(threads),
                        '--cache', cache_dir] + (['--quick'] if quick else []) + \
-                (['--no-rules'] if label == 'norules' else [])
+                (['--no-rules'] if label == 'norules' else []) + (['--no-bounds'] if label == 'nobounds' else [])
             out = subprocess.run(command, capture_output=True, text=True, check=True).stdout
             runs[label] = json.loads(out.strip().splitlines()[-1])
     cold, warm, single, unchecked = runs['cold'], runs['warm'], runs['warm1'], runs['norules']
+    unbounded = runs['nobounds']
     return {f'{name}_compile_cold_s': cold['compile_s'], f'{name}_compile_warm_s': warm['compile_s'],
             f'{name}_kernels_compiled_warm': warm['compiled'],
             f'{name}_warm_ready_s': warm['import_s'] + warm['create_s'] + warm['compile_s'],
@@ -270,6 +275,8 @@ def bench_simulator(name, quick):
             f'{name}_iter_s_1thread': single['iter_s'], f'{name}_iter_s_2threads': warm['iter_s'],
             f'{name}_speedup_2threads': single['iter_s'] / warm['iter_s'],
             f'{name}_iter_s_rules_unchecked': unchecked['iter_s'],
+            f'{name}_iter_s_bounds_unchecked': unbounded['iter_s'],
+            f'{name}_bounds_check_cost': warm['iter_s'] / unbounded['iter_s'] - 1,
             f'{name}_first_iter_s_rules_unchecked': unchecked['first_iter_s'],
             f'{name}_first_iter_warm_s': warm['first_iter_s']}
 
@@ -283,9 +290,11 @@ def main():
     parser.add_argument('--threads', type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument('--cache', help=argparse.SUPPRESS)
     parser.add_argument('--no-rules', action='store_true', help=argparse.SUPPRESS)
+    parser.add_argument('--no-bounds', action='store_true', help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
-        print(json.dumps(run_simulator(args.worker, args.threads, args.quick, args.cache, rules=not args.no_rules)))
+        print(json.dumps(run_simulator(args.worker, args.threads, args.quick, args.cache, rules=not args.no_rules,
+                                       bounds=not args.no_bounds)))
         return
     ti.init(offline_cache=False)      # the compile benchmarks compile; simulators use the cache
     results = {}

@@ -1,6 +1,8 @@
 """Programs an adversarial user wrote against the reverse- and forward-mode transforms,
 each a class of silently wrong gradients (or a crash) that the engine once had. Every
 check is float64 against central finite differences or a closed form."""
+import os
+
 import numpy as np
 import pytest
 
@@ -85,6 +87,52 @@ def test_transposed_reads_on_two_threads_give_the_analytic_gradient_every_time()
         with ti.ad.Tape(acc):
             transposed()
         np.testing.assert_array_equal(x.grad.to_numpy(), expected)
+
+
+_SHIFTED_PROGRAM = """
+import numpy as np, engine as ti
+from engine.ir import walk
+ti.init(default_fp=ti.f64, cpu_max_num_threads=2)
+n = 200_000
+p = ti.field(float, shape=(2, n), needs_grad=True)
+loss = ti.field(float, shape=(), needs_grad=True)
+
+@ti.kernel
+def step():
+    for i in range(2, n - 2):
+        p[1, i] = p[0, i - 2] + 2.0 * p[0, i] + 3.0 * p[0, i + 1] + p[1 - 1, i + 2]
+
+@ti.kernel
+def total():
+    for i in range(n):
+        loss[None] += p[1, i]
+
+near = {s.attrs.get('near') for s in walk(step.compiled(()).adjoint_compiled().body) if s.op == 'atomic'}
+assert near == {4}, near            # offsets -2..+2 at axis 1: span 4, atomics only near chunk ends
+expected = np.zeros(n)
+for shift, weight in ((-2, 1.0), (0, 2.0), (1, 3.0), (2, 1.0)):
+    expected[2 + shift:n - 2 + shift] += weight
+for _ in range(30):
+    with ti.ad.Tape(loss):
+        step()
+        total()
+    np.testing.assert_array_equal(p.grad.to_numpy()[0], expected)
+print('ok')
+"""
+
+
+def test_shifted_reads_add_without_atomics_only_away_from_chunk_ends_on_two_threads(tmp_path):
+    # reverse._owned_fields: iterations within the span of each other share elements, so
+    # the adjoint adds plainly only where every such iteration runs in this thread's chunk.
+    # Chunks of 9 iterations (ENGINE_CHUNKS_PER_THREAD) put chunk ends that two threads run
+    # at once next to each other: codegen using span 3 instead of 4 lost adds in every run
+    import subprocess
+    import sys
+    env = dict(os.environ, ENGINE_CHUNKS_PER_THREAD='11112')
+    program = tmp_path / 'shifted.py'
+    program.write_text(_SHIFTED_PROGRAM)
+    done = subprocess.run([sys.executable, str(program)], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and 'ok' in done.stdout, done.stderr[-3000:]
 
 
 def test_shifted_and_owned_accesses_in_one_parallel_loop(f64):
