@@ -11,8 +11,11 @@ from .frontend import (atomic_add, atomic_and, atomic_max, atomic_min, atomic_or
 from .kernels import Kernel, NdarrayType, kernel
 from .linalg import polar_decompose, svd
 from .math import (abs, acos, asin, atan2, bit_and, bit_or, bit_xor, cast, ceil, cos,
-                   exp, floor, log, max, min, pow, random, round, rsqrt, select, sin,
+                   exp, floor, log, max, min, pow, random, randn, round, rsqrt, select, sin,
                    sqrt, tan, tanh)
+from .ad import clear_all_gradients
+from .gui import GUI, hex_to_rgb, rgb_to_hex
+from . import fields as _fields, gui as _gui
 from .matrix import Matrix, Vector
 from .replay import CaptureError, capture
 from .runtime import init as _init, reset as _reset
@@ -22,7 +25,31 @@ from .dtypes import (f32, f64, float32, float64, i8, i16, i32, i64, int32, int64
 cpu = 'cpu'
 x64 = 'cpu'
 arm64 = 'cpu'
-gpu = 'cpu'
+# Taichi's GPU backends: ti.init(arch=...) runs on the CPU with one warning until there is one here
+gpu, cuda, vulkan, metal, opengl, gles, dx11, dx12, amdgpu, cc = (
+    'gpu', 'cuda', 'vulkan', 'metal', 'opengl', 'gles', 'dx11', 'dx12', 'amdgpu', 'cc')
+
+
+class _Tools:
+    VideoManager = _gui.VideoManager
+
+
+tools = _Tools()
+
+
+class _FieldKind(type):
+    def __instancecheck__(cls, value):
+        return isinstance(value, (Field, _fields.ComponentField)) and cls.accepts(value)
+
+
+class ScalarField(metaclass=_FieldKind):
+    """isinstance(x, ti.ScalarField): a field of scalars."""
+    accepts = staticmethod(lambda f: f.element_shape == ())
+
+
+class MatrixField(metaclass=_FieldKind):
+    """isinstance(x, ti.MatrixField): a field of vectors or matrices."""
+    accepts = staticmethod(lambda f: f.element_shape != ())
 
 
 def init(arch=None, **kwargs):

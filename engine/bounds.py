@@ -120,4 +120,5 @@ def checks_indices(body):
     """Whether a build with bounds checks checks any index of `body` (its launches must
     then look for the error it may record)."""
     ranges = IndexRanges(body)
-    return any(unproven_axes(ranges, s) for s in walk(body) if s.op in ('global_load', 'global_store', 'atomic'))
+    return any(s.op == 'check_component' or
+               (s.op in ('global_load', 'global_store', 'atomic') and unproven_axes(ranges, s)) for s in walk(body))

@@ -207,7 +207,7 @@ class FunctionEmitter:
         target, comp = stmt.attrs['target'], stmt.attrs['component']
         ndim = len(target.shape) if isinstance(target, Field) else target.ndim
         b = self.b
-        indices = [b.sext(self.values[a], I64) for a in stmt.args[:ndim]]
+        indices = [self.as_i64(a) for a in stmt.args[:ndim]]
         extents = [self.extent(target, axis) for axis in range(ndim)]
         if self.km.check_bounds:
             ranges = self.km.index_ranges
@@ -314,6 +314,22 @@ class FunctionEmitter:
             if a.dtype.is_float:
                 inputs_ok = b.and_(inputs_ok, finite(v))
         self.report(stmt, b.and_(inputs_ok, b.not_(finite(result))), rt.ERROR_NON_FINITE)
+
+    def emit_check_component(self, s):
+        if not self.km.check_bounds:
+            return
+        b = self.b
+        index = self.as_i64(s.args[0])
+        with b.if_then(b.icmp_unsigned('>=', index, I64(s.attrs['extent'])), likely=False):
+            self.record(s, rt.ERROR_COMPONENT, None, [index, I64(s.attrs['extent'])])
+            b.branch(self.abort_block())
+
+    def as_i64(self, value):
+        """An integer index widened to 64 bits by its own signedness."""
+        v = self.values[value]
+        if v.type == I64:
+            return v
+        return self.b.sext(v, I64) if value.dtype.signed else self.b.zext(v, I64)
 
     def bounds_check(self, stmt, target, indices, extents, axes):
         """One unsigned compare per unproven axis (a negative index is a huge unsigned one).

@@ -60,33 +60,42 @@ def _gib(nbytes):
 
 def _guess_name(depth=2):
     """The variable a field is assigned to at its creation (`x = ti.field(...)`, also
-    `x, y = ti.field(...), ti.field(...)`)."""
+    `x, y = ti.field(...), ti.field(...)` and `p = ti.field(...); q = ti.field(...)`)."""
     frame = sys._getframe(depth)
     line = linecache.getline(frame.f_code.co_filename, frame.f_lineno)
-    name = _name_in_tuple_assignment(frame, line)
+    name = _name_at_call(frame, line)
     if name:
         return name
     match = re.match(r'\s*([A-Za-z_][\w.]*)\s*=[^=]', line)
     return match.group(1) if match else f'field@{frame.f_code.co_filename.split("/")[-1]}:{frame.f_lineno}'
 
 
-def _name_in_tuple_assignment(frame, line):
-    """`a, b = f(...), g(...)`: the name on the left of the call the frame is making."""
-    if ',' not in line.split('=')[0]:
-        return None
+def _name_at_call(frame, line):
+    """The target of the assignment, on this one line, whose value holds the call the frame
+    is making (found by the call's column)."""
     indent = len(line) - len(line.lstrip())
     try:
-        statement = ast.parse(line.strip()).body[0]
+        module = ast.parse(line.strip())
         _, _, col, _ = list(frame.f_code.co_positions())[frame.f_lasti // 2]
     except (SyntaxError, IndexError, ValueError, AttributeError):
         return None
-    if not (isinstance(statement, ast.Assign) and isinstance(statement.targets[0], ast.Tuple)
-            and isinstance(statement.value, ast.Tuple) and col is not None):
+    if col is None:
         return None
-    names, values = statement.targets[0].elts, statement.value.elts
-    for name, value in zip(names, values):
-        if isinstance(name, ast.Name) and value.col_offset <= col - indent < value.end_col_offset:
-            return name.id
+    col -= indent
+
+    def spans(node):
+        return node.col_offset <= col < node.end_col_offset
+
+    for statement in module.body:
+        if not (isinstance(statement, ast.Assign) and spans(statement.value)):
+            continue
+        target, value = statement.targets[0], statement.value
+        if isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple):
+            for name, part in zip(target.elts, value.elts):
+                if spans(part):
+                    return ast.unparse(name)
+            return None
+        return ast.unparse(target)
     return None
 
 
@@ -171,6 +180,12 @@ class Field:
                 f'place it with ti.root.dense(...).place({self.name})')
 
     # --- shape helpers --------------------------------------------------------
+    def get_scalar_field(self, *component):
+        """One component, for placing a vector or matrix field component by component."""
+        if len(component) != len(self.element_shape):
+            raise TypeError(f'{self.name}.get_scalar_field needs {len(self.element_shape)} component indices')
+        return ComponentField(self, component)
+
     @property
     def n(self):
         return self.element_shape[0]
@@ -267,6 +282,24 @@ def matrix_field(n, m, dtype, shape=None, name=None, needs_grad=False, needs_dua
     return Field(dtype, (n, m), shape, name or _guess_name(), needs_grad, needs_dual)
 
 
+class ComponentField:
+    """`v.get_scalar_field(k)`: one component of a vector or matrix field, for Taichi's
+    struct-of-arrays layouts (`place(v.get_scalar_field(0))`, ...). The field keeps one
+    array: placing a component places the whole field, once; the other components must be
+    placed with the same shape."""
+
+    def __init__(self, parent, component):
+        self.parent, self.component = parent, component
+        self.element_shape = ()
+
+    def place(self, shape):
+        if not self.parent.placed:
+            self.parent._allocate(shape)
+        elif self.parent.shape != shape:
+            raise TaichiRuntimeError(f'components of {self.parent.name} placed with different shapes: '
+                                     f'{self.parent.shape} and {shape}')
+
+
 # ----------------------------------------------------------------------------
 # Layout: ti.root.dense(ti.ij, (4, 4)).dense(...).place(x, y)
 
@@ -304,16 +337,16 @@ class SNode:
 
     @property
     def shape(self):
-        """Indices follow the axis order (ti.i, ti.j, ...) when the axes have no gap,
-        so `dense(ti.j, n).dense(ti.i, m)` is an (m, n) field as in Taichi. With a gap
-        (DiffTaichi's `dense(ti.l, steps).dense(ti.i, n)`) they follow the order in
-        which the axes appear from the root: that field is indexed `x[t, i]`."""
-        if sorted(self.extents) == list(range(len(self.extents))):
-            return tuple(self.extents[a] for a in range(len(self.extents)))
-        return tuple(self.extents.values())
+        """Indices follow the axis order (ti.i, ti.j, ti.k, ti.l), whatever the nesting, as
+        in Taichi: `dense(ti.j, n).dense(ti.i, m)` is an (m, n) field, and DiffTaichi's
+        `dense(ti.l, steps).dense(ti.i, n)` an (n, steps) one, indexed `x[i, t]`."""
+        return tuple(self.extents[a] for a in sorted(self.extents))
 
     def place(self, *fields, offset=None):
         for f in fields:
+            if isinstance(f, ComponentField):
+                f.place(self.shape)
+                continue
             if not isinstance(f, Field):
                 raise TypeError(f'place() takes fields, got {type(f).__name__}')
             f._allocate(self.shape)

@@ -192,6 +192,16 @@ class FunctionSource:
         return SourceLocation(self.filename, lineno, col, end, self.fn.__name__)
 
 
+def _index_value(i):
+    """An index as an IR value of its own integer type: a 64-bit index must reach the
+    bounds check whole (truncated to 32 bits, 2**32 + 7 would pass as 7)."""
+    if ops.is_value(i):
+        return i if i.dtype.bits >= 32 else ops.cast(i, T.i32)
+    if isinstance(i, (int, np.integer)) and not -2 ** 31 <= int(i) < 2 ** 31:
+        return ops.as_value(int(i), T.i64)
+    return ops.as_value(i, T.i32)
+
+
 _MAX_FUNC_DEPTH = 64        # ti.func calls are inlined; deeper chains would exhaust Python's stack
 
 
@@ -364,6 +374,9 @@ class KernelBuilder(ast.NodeVisitor):
 
     def visit_BinOp(self, node):
         left, right = self.visit(node.left), self.visit(node.right)
+        fold = _INT_BINOPS.get(type(node.op))
+        if fold and ops._integer(left) and ops._integer(right):
+            return ops._fold_ints(fold, int(left), int(right))     # as the kernel computes it
         op = _BINOPS.get(type(node.op))
         result = op(left, right)
         if result is NotImplemented:
@@ -588,7 +601,7 @@ class KernelBuilder(ast.NodeVisitor):
         for i in flat:
             if isinstance(i, float) or (ops.is_value(i) and i.dtype.is_float):
                 raise self.error(node, f'index of {target.name} must be an integer', TaichiTypeError)
-            out.append(ops.as_value(i, T.i32))
+            out.append(_index_value(i))
         return out
 
     def _global_load(self, node, target, index):
@@ -757,6 +770,8 @@ class KernelBuilder(ast.NodeVisitor):
         if any(ops.is_value(i) for i in idx):
             flat_rt = 0
             for i, n in zip(idx, var.shape):
+                if ops.is_value(i):
+                    ops.check_component(i, n)
                 flat_rt = flat_rt * n + i
             for k, v in enumerate(var.vars):
                 v.store(ops.select(flat_rt == k, value, v.load()))
@@ -1264,6 +1279,9 @@ def _binop_table():
 
 
 _BINOPS = _binop_table()
+_INT_BINOPS = {ast.Add: 'add', ast.Sub: 'sub', ast.Mult: 'mul', ast.FloorDiv: 'floordiv', ast.Mod: 'mod',
+               ast.Pow: 'pow', ast.BitAnd: 'bit_and', ast.BitOr: 'bit_or', ast.BitXor: 'bit_xor',
+               ast.LShift: 'shl', ast.RShift: 'shr'}
 _COMPARE = {ast.Lt: lambda a, b: a < b, ast.LtE: lambda a, b: a <= b, ast.Gt: lambda a, b: a > b,
             ast.GtE: lambda a, b: a >= b, ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b,
             ast.Is: lambda a, b: a is b, ast.IsNot: lambda a, b: a is not b,

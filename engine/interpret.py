@@ -400,6 +400,16 @@ class _Compiler:
             env[s] = unpack(buffer, offset)[0]
         return run
 
+    def op_check_component(self, s):
+        index, extent = s.args[0], s.attrs['extent']
+
+        def run(env):
+            if not 0 <= env[index] < extent:      # worded as Program.check_errors words it
+                where = f'\n{s.loc.render()}\n' if s.loc else ' '
+                raise TaichiIndexError(f'{where}in kernel {self.name}: component index {env[index]} is out of '
+                                       f'range for a vector or matrix axis of {extent} entries')
+        return run
+
     def op_ndarray_shape(self, s):
         target, axis, wrap = s.attrs['target'], s.attrs['axis'], _WRAP[s.dtype]
 
@@ -680,4 +690,4 @@ class InterpretedKernel(CompiledKernel):
         value = self._args[target.index]
         offset = next(at for k, at, *_ in self.layout.ndarrays if k == target.index)
         array = _as_array(value) if target.pointer_offset == offset else value.grad.data   # or its .grad
-        return _Memory(array, target.ndim, f'ndarray {target.name}')
+        return _Memory(array, target.ndim, f'ndarray argument {target.name}')

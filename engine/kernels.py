@@ -30,10 +30,24 @@ _loaded = {}        # cache key -> address of code already loaded in this proces
 
 
 class NdarrayType:
-    """`ti.types.ndarray(dtype=None, ndim=None)`."""
+    """`ti.types.ndarray(dtype=None, ndim=None, element_dim=None)`: a numpy array's last
+    `element_dim` axes (or those of a vector/matrix `dtype`) are its elements' components."""
 
-    def __init__(self, dtype=None, ndim=None, **_):
+    def __init__(self, dtype=None, ndim=None, element_dim=None, element_shape=None, **_):
         self.dtype, self.ndim = dtype, ndim
+        if element_dim is None and isinstance(dtype, tuple) and dtype[0] in ('vector', 'matrix'):
+            element_dim = 1 if dtype[0] == 'vector' else 2
+        if element_dim is None and element_shape is not None:
+            element_dim = len(element_shape)
+        self.element_dim = element_dim or 0
+
+
+def _element_shape(spec, value):
+    """The components of one element of an ndarray argument."""
+    if isinstance(value, Ndarray):
+        return value.element_shape
+    dims = spec.annotation.element_dim if isinstance(spec.annotation, NdarrayType) else 0
+    return tuple(_as_array(value).shape[-dims:]) if dims else ()
 
 
 class ArgSpec:
@@ -192,7 +206,13 @@ def _build_native(kernel, body, layout, prog, suffix, shadow):
         return InterpretedKernel(kernel, layout, prog, body)
     address = _load_or_compile(f'{kernel.name}{suffix}', body, layout, prog, shadow)
     compile_seconds += time.perf_counter() - start
-    return CompiledKernel(kernel, address, layout, prog, body)
+    compiled = CompiledKernel(kernel, address, layout, prog, body)
+    compiled.label = kernel.name + _DERIVED.get(suffix, '')
+    return compiled
+
+
+# how errors name the kernels derived from a user's kernel
+_DERIVED = {'_grad': ' (its adjoint)', '_nograd': ' (its adjoint)', '_fwd': ' (its forward-mode tangent)'}
 
 
 def _load_or_compile(name, body, layout, prog, shadow=()):
@@ -266,7 +286,7 @@ class ArgLayout:
             elif spec.kind == 'ndarray':
                 array = _as_array(value)
                 dtype = T.from_numpy(array.dtype)
-                element_shape = value.element_shape if isinstance(value, Ndarray) else ()
+                element_shape = _element_shape(spec, value)
                 ndim = array.ndim - len(element_shape)
                 has_grad = getattr(value, 'grad', None) is not None
                 grad_offset = offset + 8 * (1 + ndim) if has_grad else None
@@ -295,6 +315,7 @@ class ArgLayout:
 
 class CompiledKernel:
     def __init__(self, kernel, address, layout, prog, body):
+        self.label = kernel.name              # how errors name it (build_native: adjoints too)
         self.kernel, self.layout, self.program, self.body = kernel, layout, prog, body
         self.address = address
         self.cfunc = jit.cfunc(address, None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
@@ -331,7 +352,7 @@ class CompiledKernel:
         return self._locations
 
     def report_errors(self, ndarrays=None):
-        self.program.check_errors(self.kernel.name, ndarrays, self.locations)
+        self.program.check_errors(self.label, ndarrays, self.locations)
 
     def access_summary(self):
         """Its field accesses, for the global data access rules (computed once)."""
@@ -420,7 +441,7 @@ class CompiledKernel:
                                            f'argument(s), {len(args)} given')
         try:
             self.pack(self.buffer, 0, *(args if self.pick is None else self.pick(args)))
-        except (struct.error, TypeError) as exc:
+        except (struct.error, TypeError, OverflowError) as exc:
             self.kernel._check_args(args)
             raise _call_error(self.kernel, f'kernel {self.kernel.name}(): {exc}') from None
         if self.layout.ndarrays:
@@ -449,8 +470,7 @@ def _key_of(spec, value):
         array = _as_array(value)
         if not isinstance(array, np.ndarray):
             return ('bad', type(value))
-        element_shape = value.element_shape if isinstance(value, Ndarray) else ()
-        return (array.dtype.str, array.ndim, element_shape, getattr(value, 'grad', None) is not None)
+        return (array.dtype.str, array.ndim, _element_shape(spec, value), getattr(value, 'grad', None) is not None)
     try:
         hash(value)
         return (type(value), value) if not isinstance(value, Field) else value

@@ -3,6 +3,7 @@
 Each works on Python numbers (evaluated at once), on IR values (emits the op)
 and on matrices (entry by entry).
 """
+import math as _pymath
 import random as _pyrandom
 
 from . import ops
@@ -93,3 +94,12 @@ def random(dtype=float):
     if ops.current_builder() is None:
         return _pyrandom.random() if dtype.is_float else _pyrandom.getrandbits(dtype.bits - 1)
     return ops.emit('random', (), dtype)
+
+
+def randn(dtype=float):
+    """A standard normal sample (Box-Muller from two uniforms; 1 - u keeps log away from 0)."""
+    dtype = T.resolve(dtype)
+    if ops.current_builder() is None:
+        return _pyrandom.gauss(0.0, 1.0)
+    u1, u2 = 1.0 - random(dtype), random(dtype)
+    return ops.unary('sqrt', -2.0 * ops.unary('log', u1)) * ops.unary('cos', 2.0 * _pymath.pi * u2)

@@ -88,6 +88,8 @@ class Matrix:
         """Indexing with a run-time value: a chain of selects over the entries."""
         flat = 0
         for i, n in zip(index, self.shape):
+            if ops.is_value(i):
+                ops.check_component(i, n)
             flat = flat * n + i
         result = self.entries[0]
         for k in range(1, len(self.entries)):

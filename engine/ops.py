@@ -12,6 +12,7 @@ import math as pymath
 from dataclasses import dataclass
 from typing import Callable, Optional
 
+import numpy as np
 from llvmlite import ir as llir
 
 from . import dtypes as T
@@ -259,7 +260,9 @@ class Value(Stmt):
     def __xor__(self, o): return binary('bit_xor', self, o)
     def __rxor__(self, o): return binary('bit_xor', o, self)
     def __lshift__(self, o): return binary('shl', self, o)
+    def __rlshift__(self, o): return binary('shl', o, self)
     def __rshift__(self, o): return binary('shr', self, o)
+    def __rrshift__(self, o): return binary('shr', o, self)
     def __lt__(self, o): return binary('lt', self, o)
     def __le__(self, o): return binary('le', self, o)
     def __gt__(self, o): return binary('gt', self, o)
@@ -354,6 +357,8 @@ _FOLDING_FAILS = (ValueError, OverflowError, ZeroDivisionError)
 
 def binary(name, a, b):
     if not is_value(a) and not is_value(b):
+        if _integer(a) and _integer(b) and name in _INT_FOLDS:
+            return _fold_ints(name, int(a), int(b))
         try:
             return OPS[name].py(a, b)
         except _FOLDING_FAILS:      # log(-1), exp(1000), 1 / 0: left to run time (NaN, inf)
@@ -366,6 +371,55 @@ def binary(name, a, b):
     t = _operand_type(name, dtype_of(a, b), dtype_of(b, a))
     out = T.i32 if OPS[name].type_rule == 'bool' else t
     return emit(name, [as_value(a, t), as_value(b, t)], out)
+
+
+def check_component(index, extent):
+    """A run-time index into a vector or matrix must lie in [0, extent): the kernel raises
+    IndexError otherwise (codegen and the interpreter: `check_component`)."""
+    current_builder().emit('check_component', [as_value(index, T.i32)], None, extent=int(extent))
+
+
+def _integer(x):
+    return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
+
+
+def _fold_ints(name, a, b):
+    """Integer literals folded as the kernel would compute them: in the default integer
+    type (i64 if an operand does not fit it), with its wrap-around and the defined results
+    of codegen (x // 0 is x, x % 0 is 0, shifts by the amount modulo the width, pow
+    through f64 saturated), so that `255 << 33` means the same with literals as with
+    values."""
+    t = T.defaults.ip
+    low, high = -2 ** (t.bits - 1), 2 ** (t.bits - 1) - 1
+    if not (low <= a <= high and low <= b <= high):
+        t, low, high = T.i64, -2 ** 63, 2 ** 63 - 1
+    result = _INT_FOLDS[name](a, b, t.bits)
+    if name == 'pow':
+        return max(low, min(high, result))
+    return (result - low) % 2 ** t.bits + low
+
+
+def _pow_through_f64(a, b, bits):
+    try:
+        value = pymath.pow(float(a), float(b))
+    except (OverflowError, ValueError):          # C's pow: +-inf (0 ** -1, overflow)
+        value = -pymath.inf if a < 0 and b % 2 == 1 else pymath.inf
+    return int(value) if pymath.isfinite(value) else (2 ** 64 if value > 0 else -2 ** 64)
+
+
+_INT_FOLDS = {
+    'add': lambda a, b, bits: a + b,
+    'sub': lambda a, b, bits: a - b,
+    'mul': lambda a, b, bits: a * b,
+    'floordiv': lambda a, b, bits: a // b if b else a,
+    'mod': lambda a, b, bits: a % b if b else 0,
+    'shl': lambda a, b, bits: a << (b & (bits - 1)),
+    'shr': lambda a, b, bits: a >> (b & (bits - 1)),
+    'pow': _pow_through_f64,
+    'bit_and': lambda a, b, bits: a & b,
+    'bit_or': lambda a, b, bits: a | b,
+    'bit_xor': lambda a, b, bits: a ^ b,
+}
 
 
 def unary(name, a):

@@ -5,6 +5,7 @@ their argument buffer, and the runtime buffer below (error reporting and the
 random-number launch counter).
 """
 import os
+import warnings
 
 import numpy as np
 
@@ -30,6 +31,7 @@ ERROR_ZERO_DIVISION = 4
 ERROR_RULE1 = 5         # a global data access rule broken inside a launch (RT_ERROR_INDEX:
 ERROR_RULE2 = 6         # the line of the earlier read + 1 (or -1), then the element's offset)
 ERROR_RACE = 7
+ERROR_COMPONENT = 8     # RT_ERROR_INDEX: the component index, then the vector's or matrix's extent
 
 
 class Config:
@@ -143,6 +145,11 @@ class Program:
             raise TaichiIndexError(
                 f'{where}in kernel {kernel_name}: index {index} is out of range for '
                 f'{what}' + (f' of shape {shape}' if shape is not None else ''))
+        if code == ERROR_COMPONENT:
+            index, extent = (int(v) for v in rt[RT_ERROR_INDEX:RT_ERROR_INDEX + 2])
+            where = f'\n{loc.render()}\n' if loc else ' '
+            raise TaichiIndexError(f'{where}in kernel {kernel_name}: component index {index} is out of range '
+                                   f'for a vector or matrix axis of {extent} entries')
         where = f'\n{loc.render()}' if loc else ''
         if code == ERROR_NON_FINITE:
             raise TaichiNonFiniteError(f'kernel {kernel_name}: NaN or Inf produced from finite operands{where}')
@@ -195,11 +202,22 @@ def program() -> Program:
 def init(arch=None, **kwargs):
     """`ti.init`: start a fresh program (all fields and compiled kernels are dropped)."""
     global _program
+    if arch not in (None, 'cpu'):
+        _warn_once('arch', f'ti.init(arch={arch}): there is no GPU backend yet; kernels run on the CPU')
     config = Config(**kwargs)
     T.defaults.fp, T.defaults.ip = config.default_fp, config.default_ip
     _program = Program(config)
     threadpool.install(config.num_threads)
     return _program
+
+
+_warned = set()
+
+
+def _warn_once(key, message):
+    if key not in _warned:
+        _warned.add(key)
+        warnings.warn(message, RuntimeWarning, stacklevel=4)     # the user's ti.init line
 
 
 def reset():

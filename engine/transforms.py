@@ -30,8 +30,8 @@ def _like(template, entries):
 def _as_float_value(x):
     if isinstance(x, Matrix):
         return Matrix._make(x.shape, [_as_float_value(e) for e in x.entries])
-    if ops.is_value(x):
-        return x
+    if ops.is_value(x):      # an integer value is differentiated as the float it converts to
+        return x if x.dtype.is_float else ops.cast(x, T.defaults.fp)
     return ops.as_value(x, T.defaults.fp)
 
 
@@ -57,6 +57,10 @@ class _Transform:
             if s.op in ('global_store', 'atomic'):
                 raise kb.error(node, f'ti.ad transforms need a pure function: '
                                      f'{self.func.fn.__name__} writes a field')
+            if s.op == 'random':
+                raise kb.error(node, f'ti.ad transforms need a pure function: {self.func.fn.__name__} calls '
+                                     f'ti.random(), and each direction would draw different numbers '
+                                     f'(draw them in the kernel and pass them in)')
         if out is None:
             raise kb.error(node, f'{self.func.fn.__name__} returns nothing to differentiate')
         kb.builder.block.stmts.extend(block.stmts)

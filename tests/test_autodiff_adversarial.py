@@ -788,3 +788,40 @@ def test_nan_guards_of_an_inlined_gradient_see_its_arguments(f64):
     from_log()
     assert guards(from_log) > 0
     assert np.isfinite(out.to_numpy()[1:]).all()
+
+
+def test_function_transforms_refuse_random_numbers_and_promote_integer_arguments(f64):
+    # adversarial review: each direction drew its own ti.random(); an integer local passed
+    # to ti.ad.grad got a derivative of 0 (a literal was promoted to float and got 12.33)
+    out = ti.field(float, shape=3)
+
+    @ti.func
+    def f(x, y):
+        return x * x * y + x / y
+
+    @ti.func
+    def noisy(x):
+        r = ti.random(float)
+        for _ in range(2):
+            r += 0.5
+        return x * x * r
+
+    d_f, jvp_f, d_noisy = ti.ad.grad(f), ti.ad.jvp(f), ti.ad.grad(noisy)
+
+    @ti.kernel
+    def integer_argument():
+        for _ in range(1):
+            n = 2
+            out[0] = d_f(n, 3.0)
+            out[1] = jvp_f((n, 3.0), (1.0, 0.0))[1]
+            out[2] = d_f(2, 3.0)
+
+    @ti.kernel
+    def random_inside():
+        for i in range(3):
+            out[i] = d_noisy(1.0)
+
+    integer_argument()
+    np.testing.assert_allclose(out.to_numpy(), [2 * 2 * 3 + 1 / 3] * 3)
+    with pytest.raises(ti.TaichiSyntaxError, match='ti.random'):
+        random_inside()

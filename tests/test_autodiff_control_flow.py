@@ -363,6 +363,6 @@ except MemoryError as e:
     out = subprocess.run([sys.executable, str(script)], cwd=root, env=env, capture_output=True,
                          text=True, timeout=120)
     assert out.returncode == 0, out.stderr
-    assert 'MemoryError: kernel compute: out of memory for the autodiff stack of a loop' in out.stdout, \
+    assert 'MemoryError: kernel compute (its adjoint): out of memory for the autodiff stack of a loop' in out.stdout, \
         out.stdout + out.stderr
     assert 'while i < n[None]:' in out.stdout, out.stdout       # the loop's line

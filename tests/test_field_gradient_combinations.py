@@ -145,16 +145,16 @@ def test_nested_dense_then_lazy_grad():
 def test_gapped_time_major_layout_then_lazy_grad():
     T, n = 3, 2
     x = ti.field(float)
-    ti.root.dense(ti.l, T).dense(ti.i, n).place(x)      # DiffTaichi's x[t, i]
+    ti.root.dense(ti.l, T).dense(ti.i, n).place(x)      # axes in Taichi's order: x[i, t]
     ti.root.lazy_grad()
-    assert x.shape == x.grad.shape == (T, n)
+    assert x.shape == x.grad.shape == (n, T)
     loss = _loss()
 
     @ti.kernel
     def compute():
         for i in range(n):
             for t in range(T - 1):
-                loss[None] += x[t, i] * ti.cos(x[t + 1, i])
+                loss[None] += x[i, t] * ti.cos(x[i, t + 1])
 
     _check(compute, loss, [x])
 
@@ -169,7 +169,7 @@ def test_gapped_layout_with_grad_placed_yourself():
     @ti.kernel
     def compute():
         for t, i in ti.ndrange(T, n):
-            loss[None] += ti.sin(x[t, i]) * (t + 1)
+            loss[None] += ti.sin(x[i, t]) * (t + 1)
 
     _check(compute, loss, [x])
 

@@ -326,3 +326,78 @@ def test_a_cache_that_cannot_be_written_warns_and_the_kernel_runs(tmp_path, monk
     assert any('No space left' in str(w.message) for w in caught)
     assert list(target.iterdir()) == []
     ti.init()
+
+
+# --- findings of the adversarial review -----------------------------------------------------
+
+@pytest.mark.parametrize('interpret', [False, True])
+def test_64_bit_indices_are_checked_whole(interpret):
+    ti.init(interpret=interpret)
+    x = ti.field(ti.f32, shape=300)
+
+    @ti.kernel
+    def write(i: ti.i64):
+        x[i] = 1.0
+
+    @ti.kernel
+    def write_unsigned(i: ti.u32):
+        x[i] = 1.0
+
+    for index in (2 ** 32, 2 ** 32 + 7, -2 ** 63, 2 ** 31):        # were cut to 0, 7, 0 and -2**31
+        with pytest.raises(IndexError, match=rf'index \({index},\)'):
+            write(index)
+    with pytest.raises(IndexError, match=r'index \(4294967295,\)'):
+        write_unsigned(2 ** 32 - 1)
+    write(299)
+    assert x.to_numpy().sum() == 1.0
+    ti.init()
+
+
+@pytest.mark.parametrize('interpret', [False, True])
+def test_run_time_component_indices_out_of_range_raise(interpret):
+    ti.init(interpret=interpret)
+    m = ti.Matrix.field(2, 3, ti.f32, shape=2)
+    m.from_numpy(np.arange(12, dtype=np.float32).reshape(2, 2, 3))
+
+    @ti.kernel
+    def entry(i: ti.i32, a: ti.i32, b: ti.i32) -> ti.f32:
+        return m[i][a, b]
+
+    @ti.kernel
+    def local(k: ti.i32) -> ti.f32:
+        w = ti.Vector([10.0, 20.0, 30.0])
+        w[k] = 5.0
+        return w[0] + w[1] + w[2]
+
+    assert entry(1, 1, 2) == 11.0
+    for a, b in ((0, 3), (2, 0), (-1, 0)):     # (0, 3) was read as entry (1, 0)
+        with pytest.raises(IndexError, match='component index'):
+            entry(1, a, b)
+    assert local(1) == 45.0
+    with pytest.raises(IndexError, match='component index 3'):
+        local(3)
+    ti.init()
+
+
+def test_integer_literals_fold_as_the_kernel_computes(ti_init):
+    @ti.kernel
+    def folded() -> ti.i32:
+        return (255 << 33) + (7 // 0) * 10 + (7 % 0) + (1 << -31)
+
+    @ti.kernel
+    def computed(s: ti.i32, z: ti.i32) -> ti.i32:
+        return (255 << s) + (7 // z) * 10 + (7 % z) + (1 << -31 + 0 * s)
+
+    assert folded() == computed(33, 0) == 510 + 70 + 0 + 2
+
+
+def test_fields_created_on_one_line_are_named_each(ti_init):
+    p = ti.field(ti.f32, shape=3); q = ti.field(ti.f32, shape=4)    # noqa: E702
+
+    @ti.kernel
+    def touch(i: ti.i32):
+        q[i] = 1.0
+
+    assert (p.name, q.name) == ('p', 'q')
+    with pytest.raises(IndexError, match='field q of shape'):
+        touch(4)

@@ -220,20 +220,20 @@ def test_quick_and_overrides_compose():
 
 # --------------------------------------------------------------------------- layouts used by DiffTaichi
 
-def test_gapped_axes_follow_the_order_of_appearance(f64):
+def test_axes_follow_taichis_axis_order_whatever_the_nesting(f64):
     x = ti.Vector.field(2, ti.f64)
     y = ti.field(ti.f64)
-    ti.root.dense(ti.l, 5).dense(ti.i, 3).place(x)
-    ti.root.dense(ti.j, 4).dense(ti.i, 3).place(y)       # no gap: Taichi's axis order
-    assert x.shape == (5, 3) and y.shape == (3, 4)
+    ti.root.dense(ti.l, 5).dense(ti.i, 3).place(x)       # DiffTaichi's electric.py: x[i, t]
+    ti.root.dense(ti.j, 4).dense(ti.i, 3).place(y)
+    assert x.shape == (3, 5) and y.shape == (3, 4)
 
     @ti.kernel
     def fill():
-        for t, i in x:
-            x[t, i] = [t, i]
+        for i, t in x:
+            x[i, t] = [t, i]
 
     fill()
-    np.testing.assert_array_equal(x.to_numpy()[4, 2], [4.0, 2.0])
+    np.testing.assert_array_equal(x.to_numpy()[2, 4], [4.0, 2.0])
 
 
 def test_normalized_step_has_fixed_length(f64):

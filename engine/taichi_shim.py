@@ -1,0 +1,63 @@
+"""Running Taichi programs unchanged: `import taichi` (and `import taichi.math`, ...)
+resolves to this engine, then the script runs as `__main__` with its own arguments."""
+import importlib
+import importlib.abc
+import importlib.util
+import os
+import runpy
+import sys
+
+
+class _TaichiAlias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Finds `taichi` and `taichi.X` as `engine` and `engine.X`."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname != 'taichi' and not fullname.startswith('taichi.'):
+            return None
+        real = 'engine' + fullname[len('taichi'):]
+        if importlib.util.find_spec(real) is None:
+            return None
+        return importlib.util.spec_from_loader(fullname, self, origin=real)
+
+    def create_module(self, spec):
+        return importlib.import_module(spec.origin)
+
+    def exec_module(self, module):
+        pass
+
+
+def install():
+    """Make `import taichi` import this engine (idempotent)."""
+    if not any(isinstance(f, _TaichiAlias) for f in sys.meta_path):
+        sys.meta_path.insert(0, _TaichiAlias())
+
+
+def _headless_opencv():
+    """Without a display, OpenCV's windows cannot open (`cv2.imshow` raises): DiffTaichi's
+    examples show frames that way, so under `engine run` they show nothing instead."""
+    if os.environ.get('DISPLAY') or os.environ.get('WAYLAND_DISPLAY') or sys.platform != 'linux':
+        return
+    if importlib.util.find_spec('cv2') is None:
+        return
+    import cv2
+    for name, result in (('imshow', None), ('waitKey', -1), ('namedWindow', None), ('destroyAllWindows', None),
+                         ('destroyWindow', None), ('moveWindow', None)):
+        if hasattr(cv2, name):
+            setattr(cv2, name, lambda *args, _result=result, **kwargs: _result)
+
+
+def run_script(script, args):
+    """Run `script` as `python script args...` would, with `import taichi` resolving here."""
+    if not os.path.isfile(script):
+        print(f'python -m engine run: no such file: {script}', file=sys.stderr)
+        return 2
+    install()
+    _headless_opencv()
+    sys.argv = [script] + list(args)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
+    try:
+        runpy.run_path(script, run_name='__main__')
+    except SystemExit as exit_:
+        code = exit_.code
+        return code if isinstance(code, int) else (0 if code is None else 1)
+    return 0
