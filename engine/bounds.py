@@ -23,6 +23,12 @@ def type_range(dtype):
 class IndexRanges:
     def __init__(self, body):
         self.loop_of = {s.attrs['index']: s for s in walk(body) if s.op == 'for'}
+        # a local's value is one of the values stored into it (a kernel reads a name only after
+        # binding it); locals changed by atomics are not followed
+        self.stores = {}
+        for s in walk(body):
+            if s.op in ('local_store', 'local_atomic'):
+                self.stores.setdefault(s.args[0], []).append(s)
         self.memo = {}
 
     def in_range(self, index, target, axis):
@@ -45,8 +51,22 @@ class IndexRanges:
             self.memo[value] = (low, high) if whole[0] <= low <= high <= whole[1] else whole
         return self.memo[value]
 
-    def _interval(self, s, whole):
+    def _interval(self, s, whole, assumed=None):
+        """`assumed`: {local cell or value: interval} known to hold where `s` is used (the arm
+        of a select whose condition bounds them)."""
         op = s.op
+        if assumed is not None:
+            key = s.args[0] if op == 'local_load' else s
+            if key in assumed:
+                return assumed[key]
+        if op == 'local_load':
+            stores = self.stores.get(s.args[0], ())
+            if not stores or any(st.op != 'local_store' for st in stores):
+                return whole
+            bounds = [self.interval(st.args[1]) for st in stores]
+            return min(b[0] for b in bounds), max(b[1] for b in bounds)
+        if op == 'select' and s.dtype.is_int:
+            return self._select(s, assumed)
         if op == 'const':
             return int(s.attrs['value']), int(s.attrs['value'])
         if op == 'loop_index':
@@ -57,9 +77,64 @@ class IndexRanges:
         if op == 'cast' and s.args[0].dtype.is_int:
             return self.interval(s.args[0])
         rule = _RULES.get(op)
-        if rule is None or any(not a.dtype.is_int for a in s.args if op != 'select' or a is not s.args[0]):
+        if rule is None or any(not a.dtype.is_int for a in s.args):
             return whole
-        return rule(s, [self.interval(a) for a in s.args])
+        return rule(s, [self.under(a, assumed) for a in s.args])
+
+    def under(self, value, assumed):
+        """The interval of `value` where `assumed` holds."""
+        if not assumed:
+            return self.interval(value)
+        whole = type_range(value.dtype)
+        low, high = self._interval(value, whole, assumed)
+        return (low, high) if whole[0] <= low <= high <= whole[1] else whole
+
+    def _select(self, s, assumed):
+        """select(a < c, x, y) and the like: each arm is bounded where the condition (does
+        not) hold: `select(i == n - 1, 0, i + 1)` stays below n when i does."""
+        cond, then, other = s.args
+        taken, untaken = dict(assumed or {}), dict(assumed or {})
+        narrowed = self.condition(cond, assumed)
+        if narrowed is not None:
+            key, when_true, when_false = narrowed
+            taken[key], untaken[key] = when_true, when_false
+        a, b = self.under(then, taken), self.under(other, untaken)
+        return min(a[0], b[0]), max(a[1], b[1])
+
+    def condition(self, cond, assumed):
+        """(subject, its interval if cond holds, if not) for `subject OP constant`, or None."""
+        if cond.op == 'ne' and cond.args[1].op == 'const' and int(cond.args[1].attrs['value']) == 0 \
+                and cond.args[0].op in _NARROW:
+            cond = cond.args[0]                        # truth(a < c)
+        if cond.op not in _NARROW:
+            return None
+        a, b = cond.args
+        op = cond.op
+        if a.op == 'const' and b.op != 'const':
+            a, b, op = b, a, _FLIPPED[op]
+        if b.op != 'const' or not a.dtype.is_int:
+            return None
+        c = int(b.attrs['value'])
+        low, high = self.under(a, assumed)
+        true, false = _NARROW[op](low, high, c)
+        key = a.args[0] if a.op == 'local_load' else a
+        return key, true, false
+
+
+def _narrow_eq(low, high, c):
+    false = (low + 1, high) if c == low else (low, high - 1) if c == high else (low, high)
+    return (c, c), false
+
+
+_NARROW = {     # interval (low, high) of a when `a OP c` holds, and when it does not
+    'eq': _narrow_eq,
+    'ne': lambda lo, hi, c: tuple(reversed(_narrow_eq(lo, hi, c))),
+    'lt': lambda lo, hi, c: ((lo, min(hi, c - 1)), (max(lo, c), hi)),
+    'le': lambda lo, hi, c: ((lo, min(hi, c)), (max(lo, c + 1), hi)),
+    'gt': lambda lo, hi, c: ((max(lo, c + 1), hi), (lo, min(hi, c))),
+    'ge': lambda lo, hi, c: ((max(lo, c), hi), (lo, min(hi, c - 1))),
+}
+_FLIPPED = {'eq': 'eq', 'ne': 'ne', 'lt': 'gt', 'le': 'ge', 'gt': 'lt', 'ge': 'le'}
 
 
 def _product(a, b):
@@ -99,7 +174,6 @@ _RULES = {
     'mul': lambda s, a: _product(a[0], a[1]),
     'min': lambda s, a: (min(a[0][0], a[1][0]), min(a[0][1], a[1][1])),
     'max': lambda s, a: (max(a[0][0], a[1][0]), max(a[0][1], a[1][1])),
-    'select': lambda s, a: (min(a[1][0], a[2][0]), max(a[1][1], a[2][1])),
     'floordiv': _floordiv,
     'mod': _mod,
     'bit_and': _bit_and,

@@ -135,21 +135,26 @@ class Recording:
         self._functions = None
         self.checked = False       # its launches were checked on a tape, one by one
         self.footprint = None      # what it reads and modifies (engine/rules.py, TapeChecker.replay)
+        self._ndarrays_with_grad = None
 
     def add(self, kernel, args, compiled, launched):
+        self._ndarrays_with_grad = None
         if compiled.unpack_return is not None:
             raise CaptureError(f'{self.name}: kernel {kernel.name} returns a value to Python; a '
                                f'captured function cannot use it (replays do not run Python)')
         self.launches.add(compiled, launched.buffer, kernel, args)
 
     def ndarrays_with_grad(self):
-        """The ndarray arguments with a gradient that its launches use."""
-        found = {}
-        for (kernel, args), compiled in zip(self.calls, self.launches.kernels):
-            for k, *_ in compiled.layout.ndarrays:
-                if getattr(args[k], 'grad', None) is not None:
-                    found[id(args[k])] = args[k]
-        return list(found.values())
+        """The ndarray arguments with a gradient that its launches use (found once: a
+        recording's launches and their arguments do not change)."""
+        if self._ndarrays_with_grad is None:
+            found = {}
+            for (kernel, args), compiled in zip(self.calls, self.launches.kernels):
+                for k, *_ in compiled.layout.ndarrays:
+                    if getattr(args[k], 'grad', None) is not None:
+                        found[id(args[k])] = args[k]
+            self._ndarrays_with_grad = list(found.values())
+        return self._ndarrays_with_grad
 
     def replay(self):
         if self._functions is None:

@@ -107,9 +107,29 @@ def test_indices_proven_in_range_are_not_checked(ti_init):
             c[data[i] & 15] += 1.0
 
     @ti.kernel
+    def through_locals(t: ti.i32):  # locals stored once or more, selects bounded by their condition
+        for i in range(n):
+            ip = (i + 1) % n
+            k = ti.cast(c[i], ti.i32) % n
+            up = ti.select(k == n - 1, 0, k + 1)
+            down = k - 1 if k > 0 else n - 1
+            step = ip
+            if data[i] > 0:
+                step = i
+            c[ip] += c[up] + c[down] + c[step]
+
+    @ti.kernel
     def unknown():
         for i in range(n):
             c[data[i]] += 1.0
+
+    @ti.kernel
+    def counted():                   # a local changed in a loop may grow: checked
+        for i in range(n - 3):
+            k = i
+            for _ in range(3):
+                k += 1
+            c[k] += 1.0
 
     @ti.kernel
     def own_extent(a: ti.types.ndarray()):
@@ -118,7 +138,8 @@ def test_indices_proven_in_range_are_not_checked(ti_init):
 
     assert not checked(own_shape)
     assert not checked(clamped)
-    assert checked(unknown)
+    assert not checked(through_locals, 0)
+    assert checked(unknown) and checked(counted)
     assert not checked(own_extent, np.zeros(5, dtype=np.float32))
 
 
