@@ -196,3 +196,83 @@ def checks_indices(body):
     ranges = IndexRanges(body)
     return any(s.op == 'check_component' or
                (s.op in ('global_load', 'global_store', 'atomic') and unproven_axes(ranges, s)) for s in walk(body))
+
+
+_ACCESSES = ('global_load', 'global_store', 'atomic')
+_JUMPS = ('break', 'continue', 'return')
+
+
+def grouped_checks(body, ranges):
+    """One check for accesses that index one target at the same unknown value plus
+    different constants, one after another in a block (an MPM stencil: `grid[base + o]`
+    for nine offsets o): the first checks that the whole run of offsets is in range.
+
+    Returns ({(access, axis): (low, high)}: the first of each group checks its index plus
+    low .. plus high; {(access, axis)}: the later ones, already checked). A group ends
+    where the block may stop early (a break, continue or return, also inside a branch or
+    loop) or the local holding the base is stored again, so every later member would
+    have run after the check."""
+    leaders, covered = {}, set()
+    for block in _blocks(body):
+        _group_block(block, ranges, leaders, covered)
+    return leaders, covered
+
+
+def _blocks(block):
+    yield block
+    for s in block.stmts:
+        for key in ('body', 'then', 'else'):
+            inner = s.attrs.get(key)
+            if inner is not None and hasattr(inner, 'stmts'):
+                yield from _blocks(inner)
+
+
+def _group_block(block, ranges, leaders, covered):
+    groups = {}      # (target, axis, base) -> [leader, its constant, lowest, highest]
+
+    def forget_cells(cells):
+        for key in [k for k in groups if k[2] in cells]:
+            del groups[key]
+
+    for s in block.stmts:
+        if s.op in _JUMPS:
+            groups.clear()
+            continue
+        if s.op in ('if', 'for', 'while'):
+            inner = [t for t in walk_children(s)]
+            if any(t.op in _JUMPS for t in inner):
+                groups.clear()
+            forget_cells({t.args[0] for t in inner if t.op in ('local_store', 'local_atomic')})
+            continue
+        if s.op in ('local_store', 'local_atomic'):
+            forget_cells({s.args[0]})
+            continue
+        if s.op not in _ACCESSES:
+            continue
+        for axis in unproven_axes(ranges, s):
+            base, c = _base_and_constant(s.args[axis])
+            key = (s.attrs['target'], axis, base.args[0] if base.op == 'local_load' else base)
+            if key in groups:
+                group = groups[key]
+                group[2], group[3] = min(group[2], c), max(group[3], c)
+                covered.add((s, axis))
+                leaders[(group[0], axis)] = (group[2] - group[1], group[3] - group[1])
+            else:
+                groups[key] = [s, c, c, c]
+
+
+def walk_children(s):
+    for key in ('body', 'then', 'else'):
+        inner = s.attrs.get(key)
+        if inner is not None and hasattr(inner, 'stmts'):
+            yield from walk(inner)
+
+
+def _base_and_constant(index):
+    """(base, c) with index = base + c for a constant c (c = 0 when there is none)."""
+    if index.op in ('add', 'sub') and index.args[1].op == 'const':
+        c = int(index.args[1].attrs['value'])
+        return index.args[0], c if index.op == 'add' else -c
+    if index.op == 'add' and index.args[0].op == 'const':
+        return index.args[1], int(index.args[0].attrs['value'])
+    return index, 0

@@ -11,7 +11,7 @@ from llvmlite import ir as llir
 from . import ops
 from . import runtime as rt
 from . import dtypes as T
-from .bounds import IndexRanges, unproven_axes
+from .bounds import IndexRanges, grouped_checks, unproven_axes
 from .fields import Field
 from .ir import walk
 
@@ -34,6 +34,8 @@ class KernelModule:
         # indices not proven in range are checked (engine/bounds.py); debug mode checks all
         self.index_ranges = None if debug or not check_bounds else IndexRanges(body)
         self.check_bounds = debug or check_bounds
+        self.group_checks, self.covered_checks = ({}, set()) if self.index_ranges is None else \
+            grouped_checks(body, self.index_ranges)
         # fields and ndarrays whose accesses keep shadow words (engine/rules.py): slot each
         self.shadow = {target: slot for slot, target in enumerate(shadow)}
         self.ret_offset, self.debug, self.program = ret_offset, debug, program
@@ -101,6 +103,7 @@ class FunctionEmitter:
         self.shadows = {}
         self.abort = None             # abort_block
         self.chunk = None             # in a task: the [lo, hi) of iterations this call runs
+        self.near_mode = None         # emit_body_twice: how the copy being emitted adds `near`
 
     def finish(self):
         if not self.b.block.is_terminated:
@@ -211,7 +214,8 @@ class FunctionEmitter:
         extents = [self.extent(target, axis) for axis in range(ndim)]
         if self.km.check_bounds:
             ranges = self.km.index_ranges
-            unproven = list(range(ndim)) if ranges is None else unproven_axes(ranges, stmt)
+            unproven = list(range(ndim)) if ranges is None else \
+                [a for a in unproven_axes(ranges, stmt) if (stmt, a) not in self.km.covered_checks]
             if unproven:
                 self.bounds_check(stmt, target, indices, extents, unproven)
         offset = I64(0)
@@ -338,10 +342,16 @@ class FunctionEmitter:
         moves the check in front of it and the loop keeps its vector code."""
         b = self.b
         bad = I1(0)
+        reported = list(indices)
         for axis in axes:
-            bad = b.or_(bad, b.icmp_unsigned('>=', indices[axis], extents[axis]))
+            low, high = self.km.group_checks.get((stmt, axis), (0, 0))   # bounds.grouped_checks
+            first, last = b.add(indices[axis], I64(low)), b.add(indices[axis], I64(high))
+            first_bad, last_bad = (b.icmp_unsigned('>=', v, extents[axis]) for v in (first, last))
+            bad = b.or_(bad, b.or_(first_bad, last_bad))
+            if (low, high) != (0, 0):          # name an index of the group that is out of range
+                reported[axis] = b.select(first_bad, first, b.select(last_bad, last, indices[axis]))
         with b.if_then(bad, likely=False):
-            self.record(stmt, rt.ERROR_INDEX, target, indices)
+            self.record(stmt, rt.ERROR_INDEX, target, reported)
             b.branch(self.abort_block())
 
     # --- random numbers: splitmix64 over a per-iteration state ----------------------
@@ -425,25 +435,9 @@ class FunctionEmitter:
         ptr, value, kind = self.address(s), self.values[s.args[-1]], s.attrs['kind']
         if s.attrs.get('exclusive'):      # no other iteration touches this element
             return self._serial_rmw(ptr, value, kind, s.dtype)
-        span = s.attrs.get('near')
-        if span is None or not self.in_task:
-            return self._atomic(ptr, value, kind, s.dtype)
-        # only iterations within `span` of this one touch the element (reverse._owned_fields):
-        # away from the ends of this thread's chunk they all run on this thread
-        b = self.b
-        lo, hi = self.chunk
-        i = b.sext(self.values[self.iteration], I64)
-        inside = b.and_(b.icmp_signed('>=', i, b.add(lo, I64(span))),
-                        b.icmp_signed('<', b.add(i, I64(span)), hi))
-        with b.if_else(inside, likely=True) as (plain, atomic):
-            with plain:
-                plain_old, plain_bb = self._serial_rmw(ptr, value, kind, s.dtype), b.block
-            with atomic:
-                atomic_old, atomic_bb = self._atomic(ptr, value, kind, s.dtype), b.block
-        old = b.phi(plain_old.type)
-        old.add_incoming(plain_old, plain_bb)
-        old.add_incoming(atomic_old, atomic_bb)
-        return old
+        if s.attrs.get('near') and self.near_mode == 'plain':     # emit_body_twice
+            return self._serial_rmw(ptr, value, kind, s.dtype)
+        return self._atomic(ptr, value, kind, s.dtype)
 
     def _atomic(self, ptr, value, kind, dtype):
         if not self.in_task:
@@ -527,7 +521,11 @@ class FunctionEmitter:
         if seed_rng:
             self.seed_rng(b.sext(self.values[s.attrs['index']], I64))
         self.loop_targets.append((latch, exit_bb))
-        self.emit_block(s.attrs['body'])
+        spans = {t.attrs['near'] for t in walk(s.attrs['body']) if t.op == 'atomic' and 'near' in t.attrs}
+        if self.chunk is not None and s.attrs['index'] is self.iteration and spans:
+            self.emit_body_twice(s.attrs['body'], max(spans))
+        else:
+            self.emit_block(s.attrs['body'])
         self.loop_targets.pop()
         if not b.block.is_terminated:
             b.branch(latch)
@@ -535,6 +533,22 @@ class FunctionEmitter:
         b.store(b.add(b.load(counter), llir.Constant(begin.type, 1)), counter)
         b.branch(head)
         b.position_at_end(exit_bb)
+
+    def emit_body_twice(self, body, span):
+        """A task's iteration whose adds are `near` (reverse._owned_fields): one copy of the
+        body with plain adds for the iterations at least `span` from the ends of the chunk,
+        one with atomics for the others; the choice is made once per iteration, so the
+        inner loops of each copy stay free of branches."""
+        b = self.b
+        lo, hi = self.chunk
+        i = b.sext(self.values[self.iteration], I64)
+        inside = b.and_(b.icmp_signed('>=', i, b.add(lo, I64(span))), b.icmp_signed('<', b.add(i, I64(span)), hi))
+        with b.if_else(inside, likely=True) as (plain, atomic):
+            for mode, branch in (('plain', plain), ('atomic', atomic)):
+                with branch:
+                    self.near_mode = mode
+                    self.emit_block(body)
+        self.near_mode = None
 
     def emit_parallel_for(self, s):
         """Outline the loop body into a task and hand [begin, end) to the thread pool."""

@@ -257,11 +257,14 @@ class AdjointKernel:
         primal = kernel.compiled(args)
         if primal.program.config.ad_validation and primal.access_summary().violation:
             raise primal.access_summary().violation
-        self.run(*args)
+        self._launch(primal, args)
 
     def run(self, *args):
         """The adjoint launch without the rule check (a tape checked at recording, if asked)."""
-        primal = self.kernel.compiled(args)
+        self._launch(self.kernel.compiled(args), args)
+
+    @staticmethod
+    def _launch(primal, args):
         adjoint = primal.adjoint_compiled()
         if forward.active is not None:      # forward over reverse: Hessian-vector products
             adjoint = adjoint.with_tangents()

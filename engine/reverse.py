@@ -432,7 +432,7 @@ def _owned_fields(loop):
     s = 2). Iterations i and i' then touch a common element only if |i - i'| <= s. The
     thread pool runs each chunk [lo, hi) of a loop on one thread, in order, so iteration i
     shares no element with another thread's iterations when lo + s <= i < hi - s; there
-    codegen adds without atomics (emit_atomic, `near`). `x[i, j]` together with `x[j, i]`
+    codegen adds without atomics (codegen.emit_body_twice). `x[i, j]` together with `x[j, i]`
     has the index at different axes and keeps its atomics everywhere (tests run that
     program and the shifted one on 2 threads)."""
     index, offsets = loop.attrs['index'], {}

@@ -422,3 +422,39 @@ def test_fields_created_on_one_line_are_named_each(ti_init):
     assert (p.name, q.name) == ('p', 'q')
     with pytest.raises(IndexError, match='field q of shape'):
         touch(4)
+
+
+def test_a_stencil_is_checked_once_and_reports_the_index_out_of_range(ti_init):
+    # bounds.grouped_checks: grid[base + o] for o in 0..2 is one check of base .. base + 2
+    grid = ti.field(ti.f32, shape=(8, 8))
+    flag = ti.field(ti.i32, shape=4)
+
+    @ti.kernel
+    def scatter(b0: ti.i32, b1: ti.i32):
+        for _ in range(1):
+            base = ti.Vector([b0, b1])
+            for a in ti.static(range(3)):
+                for c in ti.static(range(3)):
+                    grid[base + ti.Vector([a, c])] += 1.0
+
+    @ti.kernel
+    def stops_early(k: ti.i32) -> ti.f32:
+        total = 0.0
+        ti.loop_config(serialize=True)
+        for i in range(4):
+            total += grid[k, 0]
+            if flag[i] > 0:
+                break
+            total += grid[k + 5, 0]      # not reached when flag[i] > 0: no error then
+        return total
+
+    scatter(5, 5)
+    assert grid.to_numpy().sum() == 9
+    with pytest.raises(IndexError, match=r'index \(8, 5\)'):       # base + (2, 0) is out
+        scatter(6, 5)
+    assert grid.to_numpy().sum() == 9                              # stopped before any add
+    flag.fill(1)
+    assert stops_early(4) == 0.0
+    flag.fill(0)
+    with pytest.raises(IndexError, match=r'index \(9, 0\)'):
+        stops_early(4)
