@@ -6,8 +6,8 @@ from .fields import (Field, Ndarray, field, i, ij, ijk, ijkl, ik, j, jk, k, l,  
                      ndarray, root)
 from .ad import Tape
 from .frontend import (atomic_add, atomic_and, atomic_max, atomic_min, atomic_or,
-                       atomic_sub, atomic_xor, func, grouped, loop_config, ndrange,
-                       static, stop_grad, template)
+                       atomic_sub, atomic_xor, block_local, func, grouped, loop_config, ndrange,
+                       static, static_assert, static_print, stop_grad, template)
 from .kernels import Kernel, NdarrayType, kernel
 from .linalg import polar_decompose, svd
 from .math import (abs, acos, asin, atan2, bit_and, bit_or, bit_xor, cast, ceil, cos,
@@ -59,6 +59,11 @@ def init(arch=None, **kwargs):
 
 def reset():
     _reset()
+
+
+def sync():
+    """Kernels finish before their launch returns: nothing to wait for."""
+
 
 
 def clear_cache(path=None):

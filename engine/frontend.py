@@ -34,6 +34,23 @@ def static(value, *more):
     return value
 
 
+def static_assert(condition, message='static assertion failed'):
+    """A compile-time assertion (the condition must be known when the kernel compiles)."""
+    if ops.is_value(condition):
+        raise TaichiSyntaxError('ti.static_assert needs a condition known at compile time')
+    if not condition:
+        raise TaichiSyntaxError(f'ti.static_assert: {message}')
+
+
+def static_print(*args, **kwargs):
+    """print() when the kernel compiles (once per compiled kernel)."""
+    print(*args, **kwargs)
+
+
+def block_local(*fields):
+    """A performance hint for GPUs (shared memory); nothing to do on the CPU."""
+
+
 def stop_grad(x):
     """The value of x, through which no gradient flows."""
     if isinstance(x, Matrix):

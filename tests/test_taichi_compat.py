@@ -24,6 +24,7 @@ def test_a_taichi_program_runs_with_its_arguments_on_the_cpu_with_one_warning():
     assert 'hidden (3, 5) 24.0' in out             # dense(ti.l, 5).dense(ti.i, 3): hidden[i, t]
     assert 'v (4,) -3.0' in out                    # placed component by component
     assert 'randn mean, std 0.0 1.0' in out
+    assert out.count('compiling fill') == 1        # ti.static_print: at compile time, once
     assert err.count('no GPU backend yet') == 1 and 'run_unchanged.py' in err
 
 

@@ -28,6 +28,9 @@ noise = ti.field(ti.f64, shape=20000)
 
 @ti.kernel
 def fill():
+    ti.static_assert(n == 3, 'three rows')
+    ti.static_print('compiling fill')
+    ti.block_local(hidden)
     for i, t in hidden:
         hidden[i, t] = i * 10 + t
     for i in v:
@@ -37,6 +40,8 @@ def fill():
 
 
 fill()
+fill()
+ti.sync()
 samples = noise.to_numpy()
 print('args', sys.argv[1:])
 print('hidden', hidden.shape, hidden[2, 4])
