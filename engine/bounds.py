@@ -2,11 +2,13 @@
 be left out (codegen checks every other index, by default).
 
 An integer value's interval comes from the IR alone: constants; the index of a loop whose
-bounds have intervals (a loop over a field's shape, `range(c)`, `ti.ndrange`); and +, -, *,
-// and % by a positive constant, `ti.min`/`ti.max` clamps, selects and non-negative bit
-masks of those. Any other value (a local, a field's value, an argument) may be anything its
-type holds. Arithmetic whose exact result could leave the type's range may have wrapped,
-so its result may be anything too. An ndarray's extent is known only at run time: there an
+bounds have intervals (a loop over a field's shape, `range(c)`, `ti.ndrange`); +, -, *,
+// and % by a positive constant, `ti.min`/`ti.max` clamps and non-negative bit masks of
+those; a local's value, one of the values stored into it (a local that feeds its own
+stores, `k += 1` in a loop, may be anything); a select's arms, each where its condition
+does (not) hold (`ti.select(k == n - 1, 0, k + 1)` stays below n). Any other value (a
+field's value, an argument) may be anything its type holds. Arithmetic whose exact result
+could leave the type's range may have wrapped, so its result may be anything too. An ndarray's extent is known only at run time: there an
 index is proven only when it is the index of a loop whose end is that very extent
 (`for i in range(a.shape[0])`).
 """
@@ -46,7 +48,7 @@ class IndexRanges:
         """(lowest, highest) value the native code can hold, inclusive."""
         if value not in self.memo:
             whole = type_range(value.dtype)
-            self.memo[value] = whole             # a cycle (none expected) proves nothing
+            self.memo[value] = whole             # a cycle (a local feeding its own stores) proves nothing
             low, high = self._interval(value, whole)
             self.memo[value] = (low, high) if whole[0] <= low <= high <= whole[1] else whole
         return self.memo[value]
