@@ -2,9 +2,9 @@
 from . import ad, dtypes
 from .errors import (TaichiCompilationError, TaichiIndexError, TaichiNameError,
                      TaichiRuntimeError, TaichiSyntaxError, TaichiTypeError)
-from .fields import (Field, Ndarray, field, i, ij, ijk, ijkl, ik, j, jk, k, l,  # noqa: E741
+from .fields import (ComponentField, Field, Ndarray, field, i, ij, ijk, ijkl, ik, j, jk, k, l,  # noqa: E741
                      ndarray, root)
-from .ad import Tape
+from .ad import Tape, clear_all_gradients
 from .frontend import (atomic_add, atomic_and, atomic_max, atomic_min, atomic_or,
                        atomic_sub, atomic_xor, block_local, func, grouped, loop_config, ndrange,
                        static, static_assert, static_print, stop_grad, template)
@@ -13,9 +13,7 @@ from .linalg import polar_decompose, svd
 from .math import (abs, acos, asin, atan2, bit_and, bit_or, bit_xor, cast, ceil, cos,
                    exp, floor, log, max, min, pow, random, randn, round, rsqrt, select, sin,
                    sqrt, tan, tanh)
-from .ad import clear_all_gradients
-from .gui import GUI, hex_to_rgb, rgb_to_hex
-from . import fields as _fields, gui as _gui
+from .gui import GUI, VideoManager as _VideoManager, hex_to_rgb, rgb_to_hex
 from .matrix import Matrix, Vector
 from .replay import CaptureError, capture
 from .runtime import init as _init, reset as _reset
@@ -31,7 +29,7 @@ gpu, cuda, vulkan, metal, opengl, gles, dx11, dx12, amdgpu, cc = (
 
 
 class _Tools:
-    VideoManager = _gui.VideoManager
+    VideoManager = _VideoManager
 
 
 tools = _Tools()
@@ -39,7 +37,7 @@ tools = _Tools()
 
 class _FieldKind(type):
     def __instancecheck__(cls, value):
-        return isinstance(value, (Field, _fields.ComponentField)) and cls.accepts(value)
+        return isinstance(value, (Field, ComponentField)) and cls.accepts(value)
 
 
 class ScalarField(metaclass=_FieldKind):
@@ -63,7 +61,6 @@ def reset():
 
 def sync():
     """Kernels finish before their launch returns: nothing to wait for."""
-
 
 
 def clear_cache(path=None):

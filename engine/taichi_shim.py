@@ -20,10 +20,13 @@ class _TaichiAlias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         return importlib.util.spec_from_loader(fullname, self, origin=real)
 
     def create_module(self, spec):
-        return importlib.import_module(spec.origin)
+        module = importlib.import_module(spec.origin)
+        self.specs = getattr(self, 'specs', {})
+        self.specs[spec.origin] = module.__spec__       # the import system writes the alias over it
+        return module
 
     def exec_module(self, module):
-        pass
+        module.__spec__ = self.specs[module.__name__]
 
 
 def install():
