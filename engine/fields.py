@@ -271,6 +271,9 @@ def _as_shape(shape):
 def field(dtype, shape=None, name=None, offset=None, needs_grad=False, needs_dual=False):
     if offset is not None:
         raise TaichiRuntimeError('field offsets are not supported')
+    if isinstance(dtype, tuple) and dtype and dtype[0] in ('vector', 'matrix'):   # ti.math.vec3, ...
+        element = dtype[1:2] if dtype[0] == 'vector' else dtype[1:3]
+        return Field(dtype[-1], element, shape, name or _guess_name(), needs_grad, needs_dual)
     return Field(dtype, (), shape, name or _guess_name(), needs_grad, needs_dual)
 
 

@@ -103,3 +103,92 @@ def randn(dtype=float):
         return _pyrandom.gauss(0.0, 1.0)
     u1, u2 = 1.0 - random(dtype), random(dtype)
     return ops.unary('sqrt', -2.0 * ops.unary('log', u1)) * ops.unary('cos', 2.0 * _pymath.pi * u2)
+
+
+# ----------------------------------------------------------------------------
+# ti.math: Taichi's GLSL-style helpers and small vector and matrix types
+
+pi, e, inf, nan = _pymath.pi, _pymath.e, _pymath.inf, _pymath.nan
+
+
+def clamp(x, xmin, xmax):
+    return min(max(x, xmin), xmax)
+
+
+def mix(x, y, a):
+    """x * (1 - a) + y * a."""
+    return x * (1 - a) + y * a
+
+
+def step(edge, x):
+    """0 where x < edge, else 1 (entry by entry)."""
+    return select(x < edge, 0.0, 1.0) if not isinstance(x, Matrix) and not isinstance(edge, Matrix) else \
+        _zip2(step, edge, x)
+
+
+def smoothstep(edge0, edge1, x):
+    t = clamp((x - edge0) / (edge1 - edge0), 0.0, 1.0)
+    return t * t * (3.0 - 2.0 * t)
+
+
+def fract(x):
+    return x - floor(x)
+
+
+def length(v):
+    return v.norm()
+
+
+def distance(a, b):
+    return (a - b).norm()
+
+
+def normalize(v):
+    return v.normalized()
+
+
+def dot(a, b):
+    return a.dot(b)
+
+
+def cross(a, b):
+    return a.cross(b)
+
+
+def reflect(x, n):
+    """x reflected about the plane of unit normal n."""
+    return x - 2.0 * n.dot(x) * n
+
+
+class VectorType(tuple):
+    """`ti.math.vec3` (= ti.types.vector(3, float)): a dtype for fields and ndarrays, and a
+    constructor: `vec3(1, 2, 3)`, `vec3(0)` (every entry)."""
+
+    def __call__(self, *entries):
+        n = self[1]
+        if len(entries) == 1 and not isinstance(entries[0], Matrix):
+            entries = entries * n
+        flat = [x for e in entries for x in (e.entries if isinstance(e, Matrix) else [e])]
+        if len(flat) != n:
+            raise TaichiTypeError(f'vec{n} takes {n} entries, got {len(flat)}')
+        dtype = T.resolve(self[2])
+        return Matrix._make((n,), [cast(x, dtype) if ops.is_value(x) else x for x in flat])
+
+
+class MatrixType(tuple):
+    """`ti.math.mat3`: a dtype, and a constructor from rows or n * m entries."""
+
+    def __call__(self, *entries):
+        n, m = self[1], self[2]
+        flat = [x for e in entries for x in (e.entries if isinstance(e, Matrix) else
+                                              (e if isinstance(e, (list, tuple)) else [e]))]
+        if len(flat) == 1:
+            flat = flat * (n * m)
+        if len(flat) != n * m:
+            raise TaichiTypeError(f'a {n}x{m} matrix takes {n * m} entries, got {len(flat)}')
+        return Matrix._make((n, m), flat)
+
+
+vec2, vec3, vec4 = (VectorType(('vector', n, float)) for n in (2, 3, 4))
+ivec2, ivec3, ivec4 = (VectorType(('vector', n, int)) for n in (2, 3, 4))
+mat2, mat3, mat4 = (MatrixType(('matrix', n, n, float)) for n in (2, 3, 4))

@@ -57,3 +57,10 @@ def test_engine_run_reports_a_missing_script_and_bad_usage():
     assert done.returncode == 2 and 'no such file' in done.stderr
     done = subprocess.run([sys.executable, '-m', 'engine', 'frobnicate'], capture_output=True, text=True)
     assert done.returncode == 2 and 'usage' in done.stderr
+
+
+def test_ti_math_helpers_and_vector_types():
+    out, _ = engine_run('math_types.py')
+    lines = out.strip().splitlines()
+    assert lines[-2] == '(4,) [3.0, 1.0, 1.5]'            # ti.field(ti.math.vec3, ...)
+    assert lines[-1] == '[1.0, 2.5, 0.5, 5.0, 1.0, 1.0, 1.75, 3.1416]'
