@@ -392,8 +392,8 @@ class KernelBuilder(ast.NodeVisitor):
     def visit_BinOp(self, node):
         left, right = self.visit(node.left), self.visit(node.right)
         fold = _INT_BINOPS.get(type(node.op))
-        if fold and ops._integer(left) and ops._integer(right):
-            return ops._fold_ints(fold, int(left), int(right))     # as the kernel computes it
+        if fold and ops.is_integer(left) and ops.is_integer(right):
+            return ops.fold_ints(fold, int(left), int(right))     # as the kernel computes it
         op = _BINOPS.get(type(node.op))
         result = op(left, right)
         if result is NotImplemented:

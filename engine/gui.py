@@ -143,9 +143,6 @@ class GUI:
             font = ImageFont.load_default()
         self._draw.text(self._pixel(pos), str(content), fill=_rgb(color), font=font)
 
-    def point_field(self, radius, background=0x000000, color=0xFFFFFF):
-        return None
-
     # --- input: none off screen ------------------------------------------------------------
     def get_event(self, *filters):
         return False

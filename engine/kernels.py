@@ -206,9 +206,7 @@ def _build_native(kernel, body, layout, prog, suffix, shadow):
         return InterpretedKernel(kernel, layout, prog, body)
     address = _load_or_compile(f'{kernel.name}{suffix}', body, layout, prog, shadow)
     compile_seconds += time.perf_counter() - start
-    compiled = CompiledKernel(kernel, address, layout, prog, body)
-    compiled.label = kernel.name + _DERIVED.get(suffix, '')
-    return compiled
+    return CompiledKernel(kernel, address, layout, prog, body, kernel.name + _DERIVED.get(suffix, ''))
 
 
 # how errors name the kernels derived from a user's kernel
@@ -317,8 +315,8 @@ class ArgLayout:
 
 
 class CompiledKernel:
-    def __init__(self, kernel, address, layout, prog, body):
-        self.label = kernel.name              # how errors name it (build_native: adjoints too)
+    def __init__(self, kernel, address, layout, prog, body, label=None):
+        self.label = label or kernel.name     # how errors name it ("f (its adjoint)")
         self.kernel, self.layout, self.program, self.body = kernel, layout, prog, body
         self.address = address
         self.cfunc = jit.cfunc(address, None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)

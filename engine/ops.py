@@ -357,8 +357,8 @@ _FOLDING_FAILS = (ValueError, OverflowError, ZeroDivisionError)
 
 def binary(name, a, b):
     if not is_value(a) and not is_value(b):
-        if _integer(a) and _integer(b) and name in _INT_FOLDS:
-            return _fold_ints(name, int(a), int(b))
+        if is_integer(a) and is_integer(b) and name in _INT_FOLDS:
+            return fold_ints(name, int(a), int(b))
         try:
             return OPS[name].py(a, b)
         except _FOLDING_FAILS:      # log(-1), exp(1000), 1 / 0: left to run time (NaN, inf)
@@ -379,11 +379,11 @@ def check_component(index, extent):
     current_builder().emit('check_component', [as_value(index, T.i32)], None, extent=int(extent))
 
 
-def _integer(x):
+def is_integer(x):
     return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
 
 
-def _fold_ints(name, a, b):
+def fold_ints(name, a, b):
     """Integer literals folded as the kernel would compute them: in the default integer
     type (i64 if an operand does not fit it), with its wrap-around and the defined results
     of codegen (x // 0 is x, x % 0 is 0, shifts by the amount modulo the width, pow

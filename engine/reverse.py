@@ -61,7 +61,7 @@ class ReversePass:
         self.kernel_home = self.home
         self.if_depth = 0
         self.in_parallel = False
-        self.exclusive = {}           # fields owned per iteration by the enclosing parallel loop: span
+        self.owned = {}               # fields owned per iteration by the enclosing parallel loop: span
         self.serial_scope = set()     # primal statements copied outside parallel loops
         self.stacks = {}              # primal serial loop -> (AdStack, carried allocas)
         self.trips = {}               # primal loop with a run-time exit -> local counting its iterations
@@ -282,14 +282,14 @@ class ReversePass:
         self.emit('for', [begin, end], body=body, index=index, parallel=True)
         saved_home, saved_if = self.home, self.if_depth
         self.home, self.if_depth, self.in_parallel = [], 0, True
-        self.exclusive = _owned_fields(s)
+        self.owned = _owned_fields(s)
         with self.open(body):
             self.scopes[-1][s.attrs['index']] = index
             self.forward(s.attrs['body'], push=True)
             self.reverse(s.attrs['body'])
         body.stmts[0:0] = self.home
         self.home, self.if_depth, self.in_parallel = saved_home, saved_if, False
-        self.exclusive = {}
+        self.owned = {}
 
     def reverse_if(self, s):
         then_b, else_b = Block(), Block()
@@ -330,7 +330,7 @@ class ReversePass:
 
     def ownership(self, target):
         """The attributes of an adjoint's add into target's gradient (_owned_fields)."""
-        span = self.exclusive.get(target)
+        span = self.owned.get(target)
         return {} if span is None else {'exclusive': True} if span == 0 else {'near': span}
 
     def reverse_global_store(self, s):

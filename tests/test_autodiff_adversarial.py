@@ -825,3 +825,26 @@ def test_function_transforms_refuse_random_numbers_and_promote_integer_arguments
     np.testing.assert_allclose(out.to_numpy(), [2 * 2 * 3 + 1 / 3] * 3)
     with pytest.raises(ti.TaichiSyntaxError, match='ti.random'):
         random_inside()
+
+
+def test_ti_math_helpers_differentiate_as_their_formulas(f64):
+    # ti.math (issue 17): clamp, mix, smoothstep, fract, length, distance, normalize, dot,
+    # cross and reflect are compositions of differentiable ops; checked against float64
+    # finite differences at points away from their kinks
+    p = ti.Vector.field(3, float, shape=2, needs_grad=True)
+    s = ti.field(float, shape=2, needs_grad=True)
+    loss = ti.field(float, shape=(), needs_grad=True)
+    m = ti.math
+
+    @ti.kernel
+    def compute():
+        for i in range(2):
+            a, b = p[i], p[(i + 1) % 2]
+            t = m.clamp(s[i], 0.1, 0.9) + m.mix(s[i], a[0], 0.3) + m.smoothstep(-1.0, 1.0, s[i])
+            t += m.fract(s[i] + 3.0) + m.length(a) + m.distance(a, b) + m.normalize(a)[1]
+            t += m.dot(a, b) + m.cross(a, b)[2] + m.reflect(a, m.normalize(b))[0]
+            loss[None] += t * t
+
+    set_field(p, np.array([[0.3, -0.7, 1.1], [0.5, 0.2, -0.4]]))
+    set_field(s, np.array([0.35, -0.45]))
+    fd_check(loss, [p, s], compute)
