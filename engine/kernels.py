@@ -16,7 +16,7 @@ import time
 
 import numpy as np
 
-from . import bounds, cache, codegen, forward, jit, ops, replay, reverse, rules, runtime, tape
+from . import bounds, cache, codegen, cse, forward, jit, ops, replay, reverse, rules, runtime, tape
 from . import dtypes as T
 from .errors import SourceLocation, TaichiSyntaxError, TaichiTypeError
 from .fields import Field, Ndarray
@@ -175,6 +175,8 @@ class Kernel:
         builder.return_type = self.return_type
         with too_deep_for_the_compiler(self.name):
             body = builder.build(layout.bind_params)
+        if not prog.config.interpret:       # the interpreter, a second oracle, runs the IR as built
+            body = cse.merge_common(body)
         return build_native(self, body, layout, prog)
 
 
