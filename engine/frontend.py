@@ -1069,7 +1069,9 @@ class KernelBuilder(ast.NodeVisitor):
             raise self.error(node.test, 'the condition of an assert must be a scalar (use all(...) or any(...))')
         if not ops.is_value(cond):
             if not cond:
-                raise self.error(node, 'assertion is false at compile time')
+                message = self.visit(node.msg) if node.msg is not None else None
+                raise self.error(node, 'assertion is false at compile time' +
+                                 (f': {message}' if isinstance(message, str) else ''))
             return
         if not runtime.program().config.debug:
             return                  # not compiled: the condition is not even evaluated

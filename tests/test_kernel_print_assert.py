@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import engine as ti
-from engine import printing
+from engine import printing, runtime
 
 
 def lines(capsys):
@@ -139,6 +139,40 @@ def test_forward_mode_prints_once_per_launch(capsys):
     with ti.ad.FwdMode(loss=y, param=x):
         square()
     assert lines(capsys) == ['x 3.0'] and y.dual[None] == 6.0
+
+
+def test_a_transformed_func_prints_once_not_once_per_direction(capsys):
+    ti.init(arch=ti.cpu, default_fp=ti.f64)
+
+    @ti.func
+    def norm2(v):
+        print('norm2 of', v)
+        r = v.dot(v)
+        if r > 1:
+            print('outside the unit ball')
+        return r
+
+    @ti.kernel
+    def slope() -> float:
+        g = ti.ad.grad(norm2)(ti.Vector([1.0, 2.0]))
+        return g[0] + g[1]
+
+    assert slope() == 6.0
+    assert lines(capsys) == ['norm2 of [1.0, 2.0]', 'outside the unit ball']
+
+
+def test_kernels_without_prints_do_not_look_for_them():
+    ti.init(arch=ti.cpu)
+    x = ti.field(ti.f32, shape=4)
+
+    @ti.kernel
+    def plain(s: ti.f32):
+        for i in x:
+            x[i] = s
+
+    compiled = plain.compiled((1.0,))
+    assert compiled.print_formats == [] and not compiled.check_errors
+    assert runtime.program().prints is None          # no buffer until a kernel prints
 
 
 def test_a_replayed_capture_prints_each_replay(capsys):
@@ -287,6 +321,13 @@ def test_an_assert_false_at_compile_time_is_a_compile_error():
 
     with pytest.raises(ti.TaichiCompilationError, match='false at compile time'):
         wrong()
+
+    @ti.kernel
+    def wrong_with_a_message():
+        assert ti.static(2 > 3), 'two is not more than three'
+
+    with pytest.raises(ti.TaichiCompilationError, match='compile time: two is not more than three'):
+        wrong_with_a_message()
 
 
 def test_an_assert_in_a_parallel_loop_stops_the_launch(capsys):
