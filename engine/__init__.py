@@ -1,6 +1,6 @@
 """`import engine as ti`: a differentiable kernel language with Taichi's API."""
 from . import ad, dtypes
-from .errors import (TaichiCompilationError, TaichiIndexError, TaichiNameError,
+from .errors import (TaichiAssertionError, TaichiCompilationError, TaichiIndexError, TaichiNameError,
                      TaichiRuntimeError, TaichiSyntaxError, TaichiTypeError)
 from .fields import (ComponentField, Field, Ndarray, field, i, ij, ijk, ijkl, ik, j, jk, k, l,  # noqa: E741
                      ndarray, root)

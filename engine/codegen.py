@@ -8,7 +8,7 @@ travel in the closure by value.
 """
 from llvmlite import ir as llir
 
-from . import ops
+from . import ops, printing
 from . import runtime as rt
 from . import dtypes as T
 from .bounds import IndexRanges, grouped_checks, unproven_axes
@@ -44,6 +44,8 @@ class KernelModule:
         self._location_ids = {_location_key(loc): k for k, loc in enumerate(self.locations)}
         self.tasks = 0
         self.uses_random = any(s.op == 'random' for s in walk(body))
+        # run-time prints and asserts, by their index in the kernel's tables (printing.table)
+        self.sites = {s: k for op in ('print', 'assert_fail') for k, s in enumerate(printing.table(body, op))}
         self.unchecked = values_that_only_feed_select_arms(body) if debug else frozenset()
         self.realloc = llir.Function(self.module, llir.FunctionType(I8P, [I8P, I64]), name='realloc')
         self.free = llir.Function(self.module, llir.FunctionType(llir.VoidType(), [I8P]), name='free')
@@ -279,18 +281,19 @@ class FunctionEmitter:
         with self.b.if_then(bad, likely=False):
             self.record(stmt, code, target, words)
 
-    def record(self, stmt, code, target=None, words=()):
-        """Record error `code` at stmt's source line, the field or ndarray it names (`target`)
-        and up to 8 more words (the first error wins)."""
+    def record(self, stmt, code, target=None, words=(), ident=None):
+        """Record error `code` at stmt's source line, the field or ndarray it names (`target`;
+        or another `ident`) and up to 8 more words (the first error wins)."""
         b = self.b
         flag = self.rt_word(rt.RT_ERROR_FLAG)
         code = code if isinstance(code, llir.Value) else I64(code)
         first = b.extract_value(b.cmpxchg(flag, I64(0), code, 'monotonic', 'monotonic'), 1)
         with b.if_then(first):
             b.store(I64(self.km.location_id(stmt.loc)), self.rt_word(rt.RT_ERROR_LOC))
-            ident = -1 if target is None else target.id if isinstance(target, Field) else -1 - target.index
+            if ident is None:
+                ident = -1 if target is None else target.id if isinstance(target, Field) else -1 - target.index
             b.store(I64(ident), self.rt_word(rt.RT_ERROR_FIELD))
-            for k, word in enumerate(words[:8]):
+            for k, word in enumerate(words[:rt.RT_ERROR_WORDS]):
                 b.store(word, self.rt_word(rt.RT_ERROR_INDEX + k))
 
     def debug_check_op(self, stmt, args, result):
@@ -327,6 +330,43 @@ class FunctionEmitter:
         with b.if_then(b.icmp_unsigned('>=', index, I64(s.attrs['extent'])), likely=False):
             self.record(s, rt.ERROR_COMPONENT, None, [index, I64(s.attrs['extent'])])
             b.branch(self.abort_block())
+
+    # --- run-time print and assert (engine/printing.py) ----------------------------------
+    def word_of(self, value):
+        """A value as one i64 word of a print record or an error: integers widened by their
+        signedness, floats as the bits of a double (printing.Format.decode)."""
+        b, v = self.b, self.values[value]
+        if value.dtype.is_float:
+            return b.bitcast(v if value.dtype.bits == 64 else b.fpext(v, llir.DoubleType()), I64)
+        if value.dtype.bits == 64:
+            return v
+        return b.sext(v, I64) if value.dtype.signed else b.zext(v, I64)
+
+    def emit_print(self, s):
+        """Reserve a record's words with one atomic add (threads' records never mix) and
+        fill them; a record that does not fit is counted, and the first one marks where it
+        would have begun (printing.PrintBuffer.drain stops there)."""
+        b = self.b
+        size = I64(1 + len(s.args))
+        words = b.inttoptr(b.load(self.rt_word(rt.RT_PRINT_BUFFER)), I64.as_pointer())
+        capacity = b.load(self.rt_word(rt.RT_PRINT_CAPACITY))
+        start = b.atomic_rmw('add', self.rt_word(rt.RT_PRINT_USED), size, 'monotonic')
+        fits = b.icmp_signed('<=', b.add(start, size), capacity)
+        with b.if_else(fits, likely=True) as (then, otherwise):
+            with then:
+                launch = b.load(self.rt_word(rt.RT_PRINT_LAUNCH))
+                b.store(b.or_(b.shl(launch, I64(32)), I64(self.km.sites[s])), b.gep(words, [start]))
+                for k, value in enumerate(s.args):
+                    b.store(self.word_of(value), b.gep(words, [b.add(start, I64(1 + k))]))
+            with otherwise:
+                with b.if_then(b.icmp_signed('<', start, capacity)):
+                    b.store(I64(-1), b.gep(words, [start]))
+                b.atomic_rmw('add', self.rt_word(rt.RT_PRINT_DROPPED), I64(1), 'monotonic')
+
+    def emit_assert_fail(self, s):
+        """A failed assert (debug mode): record it with its message's values and stop."""
+        self.record(s, rt.ERROR_ASSERT, words=[self.word_of(v) for v in s.args], ident=self.km.sites[s])
+        self.b.branch(self.abort_block())
 
     def as_i64(self, value):
         """An integer index widened to 64 bits by its own signedness."""

@@ -72,3 +72,7 @@ class TaichiNonFiniteError(TaichiRuntimeError, FloatingPointError):
 
 class TaichiZeroDivisionError(TaichiRuntimeError, ZeroDivisionError):
     """Debug mode: integer division or modulo by zero in a kernel."""
+
+
+class TaichiAssertionError(TaichiRuntimeError, AssertionError):
+    """Debug mode: a run-time `assert` in a kernel failed."""

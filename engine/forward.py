@@ -71,9 +71,12 @@ class TangentPass:
     def reusing(self, block):
         """Emit only tangents for `block`, whose primal statements the builder has already
         run (an inlined ti.ad transform): they are used as they are, not copied once per
-        direction. Straight-line blocks only: a loop or a branch must rerun with its tangents."""
+        direction. Straight-line blocks only: a loop or a branch must rerun with its tangents;
+        but its prints and asserts ran with the primal, and do not run again per direction."""
+        reused = {s for s in walk(block) if s.op in ('print', 'assert_fail')}
         if not any(s.op in ('if', 'for', 'while') for s in walk(block)):
-            self.reused = frozenset(block.stmts)
+            reused.update(block.stmts)
+        self.reused = frozenset(reused)
         return self
 
     def clone(self, s, **attrs):

@@ -15,7 +15,7 @@ import textwrap
 
 import numpy as np
 
-from . import ops, runtime
+from . import ops, printing, runtime
 from . import dtypes as T
 from .errors import (SourceLocation, TaichiCompilationError, TaichiNameError,
                      TaichiSyntaxError, TaichiTypeError)
@@ -154,7 +154,7 @@ _BUILTINS = {
     'range': range, 'len': len, 'int': None, 'float': None, 'abs': tmath.abs,
     'min': tmath.min, 'max': tmath.max, 'enumerate': enumerate, 'zip': zip,
     'isinstance': isinstance, 'list': list, 'tuple': tuple, 'bool': None, 'pow': tmath.pow,
-    'True': True, 'False': False, 'None': None, 'print': print, 'reversed': reversed,
+    'True': True, 'False': False, 'None': None, 'print': printing.kernel_print, 'reversed': reversed,
     'sum': sum, 'any': any, 'all': all, 'type': type, 'round': tmath.round,
 }
 
@@ -587,7 +587,17 @@ class KernelBuilder(ast.NodeVisitor):
         return kind(results)
 
     def visit_JoinedStr(self, node):
-        raise self.error(node, 'f-strings are not supported in kernels')
+        """An f-string: a str when every value is known at compile time, else a
+        printing.Text, which print and assert messages show with the launch's values."""
+        return printing.joined([self._formatted(part) for part in node.values])
+
+    def _formatted(self, part):
+        if not isinstance(part, ast.FormattedValue):
+            return part.value
+        spec = self.visit(part.format_spec) if part.format_spec is not None else ''
+        if not isinstance(spec, str):
+            raise self.error(part, 'the format spec of an f-string in a kernel must be known at compile time')
+        return printing.formatted(self._load(self.visit(part.value)), spec, part.conversion)
 
     # --- global memory ------------------------------------------------------------
     def _indices(self, node, target, index):
@@ -1051,12 +1061,31 @@ class KernelBuilder(ast.NodeVisitor):
             self.builder.emit('break')
 
     def visit_Assert(self, node):
-        cond = self.visit(node.test)
+        """Checked at compile time when the condition is known then; else, in debug mode
+        only (as Taichi does), at run time: a failure stops the launch and raises
+        TaichiAssertionError with the message (printing.assertion_error)."""
+        block, cond = self._detached(lambda: self.visit(node.test))
+        if isinstance(cond, Matrix):
+            raise self.error(node.test, 'the condition of an assert must be a scalar (use all(...) or any(...))')
         if not ops.is_value(cond):
             if not cond:
-                raise self.error(node, 'assertion is false at compile time')
+                message = self.visit(node.msg) if node.msg is not None else None
+                raise self.error(node, 'assertion is false at compile time' +
+                                 (f': {message}' if isinstance(message, str) else ''))
             return
-        # Run-time assertions are not compiled (Taichi checks them in debug mode only).
+        if not runtime.program().config.debug:
+            return                  # not compiled: the condition is not even evaluated
+        self.builder.block.stmts.extend(block.stmts)
+        failed = self.builder.emit('if', [ops.unary('logical_not', ops.truth(cond))],
+                                   then=Block(), **{'else': Block()})
+        with self.builder.open(failed.attrs['then']):       # the message is computed on failure only
+            message = self.visit(node.msg) if node.msg is not None else \
+                f'assertion failed: {ast.unparse(node.test)}'
+            fmt, values = printing.compose(printing.pieces_of(message))
+            if len(values) > runtime.RT_ERROR_WORDS:
+                raise self.error(node.msg, f'an assert message shows at most {runtime.RT_ERROR_WORDS} '
+                                           f'run-time values, this one {len(values)}')
+            self.builder.emit('assert_fail', values, format=fmt)
 
     # --- ti.func inlining -------------------------------------------------------------
     def inline(self, node, func, args, kwargs):

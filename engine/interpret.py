@@ -27,10 +27,11 @@ import functools
 import math
 import operator
 import struct
+import sys
 
 import numpy as np
 
-from . import ops, replay
+from . import ops, printing, replay
 from . import dtypes as T
 from . import runtime as rt
 from .codegen import captured_values, shared_locals, values_that_only_feed_select_arms
@@ -432,6 +433,21 @@ class _Compiler:
             rng = env[RNG]
             rng[0] = (rng[0] + _GOLDEN) & M64
             env[s] = value(_mix64(rng[0]))
+        return run
+
+    # --- run-time print and assert (engine/printing.py): text as native launches print it ---
+    def op_print(self, s):
+        fmt, values = s.attrs['format'], s.args
+
+        def run(env):
+            sys.stdout.write(fmt.render([env[v] for v in values]))
+        return run
+
+    def op_assert_fail(self, s):
+        fmt, values = s.attrs['format'], s.args
+
+        def run(env):
+            raise printing.assertion_error(self.name, s.loc, fmt.render([env[v] for v in values]))
         return run
 
     # --- locals ----------------------------------------------------------------

@@ -13,7 +13,7 @@ _ids = itertools.count()
 
 # Statements that produce no value.
 EFFECT_OPS = frozenset({'local_store', 'global_store', 'if', 'for', 'while',
-                        'break', 'continue', 'return', 'assert_fail'})
+                        'break', 'continue', 'return', 'print', 'assert_fail'})
 # Statements that own nested blocks, and the attrs they live in.
 BLOCK_ATTRS = {'if': ('then', 'else'), 'for': ('body',), 'while': ('body',)}
 

@@ -16,7 +16,7 @@ import time
 
 import numpy as np
 
-from . import bounds, cache, codegen, cse, forward, jit, ops, replay, reverse, rules, runtime, tape
+from . import bounds, cache, codegen, cse, forward, jit, ops, printing, replay, reverse, rules, runtime, tape
 from . import dtypes as T
 from .errors import SourceLocation, TaichiSyntaxError, TaichiTypeError
 from .fields import Field, Ndarray
@@ -335,10 +335,17 @@ class CompiledKernel:
         self.nargs = len(layout.specs)
         rt = layout.return_type
         self.unpack_return = struct.Struct('=' + _scalar_format(rt)).unpack_from if rt else None
+        # run-time prints and asserts: their Formats, by the index native code records
+        self.print_formats, self.assert_formats = ([s.attrs['format'] for s in printing.table(body, op)]
+                                                   for op in ('print', 'assert_fail'))
+        if self.print_formats:
+            prog.print_buffer()
         # Native code reports errors (indices out of range, debug mode's checks, autodiff
-        # stacks out of memory); a launch looks for them only where the code can record one.
+        # stacks out of memory) and prints; a launch looks for them only where the code can
+        # record one, so a kernel without them pays nothing.
         self.check_errors = (prog.config.debug or any(s.op == 'stack_push' for s in walk(body))
-                             or (prog.config.check_bounds and bounds.checks_indices(body)))
+                             or (prog.config.check_bounds and bounds.checks_indices(body))
+                             or bool(self.print_formats))
         self.adjoint = None
         self.adjoint_epoch = None
         self.tangents = None
@@ -355,7 +362,10 @@ class CompiledKernel:
         return self._locations
 
     def report_errors(self, ndarrays=None):
-        self.program.check_errors(self.label, ndarrays, self.locations)
+        """After a launch: what it printed, then the error it recorded, if any."""
+        if self.print_formats:
+            self.program.drain_prints(lambda launch: self)
+        self.program.check_errors(self.label, ndarrays, self.locations, self.assert_formats)
 
     def access_summary(self):
         """Its field accesses, for the global data access rules (computed once)."""

@@ -7,6 +7,9 @@ replays its adjoints this way; `ti.capture` replays a whole forward pass.
 
 The loop stops at the first launch that reports an error (debug-mode checks,
 autodiff stack out of memory) and Python turns it into the kernel's exception.
+Before each call the loop stores the launch's index in the runtime, so that the prints
+of a replayed list are told apart by launch (engine/printing.py); they are printed after
+the loop, before any error is raised.
 """
 import ctypes
 
@@ -18,9 +21,11 @@ _REPLAY_IR = r'''
 define i64 @engine_replay(i64* %fns, i64* %bufs, i64 %n, i8** %fields, i64* %rt) {
 entry:
   %empty = icmp eq i64 %n, 0
+  %launch = getelementptr i64, i64* %rt, i64 RT_PRINT_LAUNCH
   br i1 %empty, label %done, label %loop
 loop:
   %k = phi i64 [0, %entry], [%next, %ok]
+  store i64 %k, i64* %launch
   %fslot = getelementptr i64, i64* %fns, i64 %k
   %faddr = load i64, i64* %fslot
   %f = inttoptr i64 %faddr to void (i8**, i8*, i8*)*
@@ -41,7 +46,7 @@ stop:
 done:
   ret i64 0
 }
-'''
+'''.replace('RT_PRINT_LAUNCH', str(runtime.RT_PRINT_LAUNCH))
 
 _replay = None
 
@@ -103,6 +108,7 @@ def run(functions, buffers, kernel_of, prog=None):
     buffers = np.ascontiguousarray(buffers, dtype=np.uint64)
     failed = _native_loop()(functions.ctypes.data, buffers.ctypes.data, len(functions),
                             prog.field_table_address, prog.runtime_address)
+    prog.drain_prints(kernel_of)
     if failed:
         kernel_of(failed - 1).report_errors()
 

@@ -154,8 +154,8 @@ class ReversePass:
             raise self.error(s, 'this kernel reads a kernel-scope variable after a parallel loop '
                                 'accumulated into it; its gradient would need the loop replayed. '
                                 'Accumulate into a 0-D field instead, or split the kernel')
-        if op in ('global_store', 'return'):
-            return
+        if op in ('global_store', 'return', 'print', 'assert_fail'):
+            return              # prints and asserts run in the primal launch only, as Taichi's
         if op == 'alloca':
             # One cell per local, hoisted: a local declared in a branch is also used by the
             # reversed branch, and by loops replayed there (their pops and restores).

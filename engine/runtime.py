@@ -1,8 +1,8 @@
 """Process-wide program state: configuration, the field table, error slots.
 
 Kernels receive three pointers: the field table (one data address per field),
-their argument buffer, and the runtime buffer below (error reporting and the
-random-number launch counter).
+their argument buffer, and the runtime buffer below (error reporting, the
+random-number launch counter, the print buffer of run-time prints).
 """
 import os
 import warnings
@@ -17,12 +17,18 @@ from .errors import (AutodiffRuleError, TaichiIndexError, TaichiNonFiniteError, 
 # Slots of the runtime buffer (int64 words).
 RT_ERROR_FLAG = 0       # 0: none; otherwise an ERROR_* code
 RT_ERROR_LOC = 1        # index into the kernel's table of source lines (codegen.location_table)
-RT_ERROR_FIELD = 2      # field id (or -1-arg for ndarrays)
+RT_ERROR_FIELD = 2      # field id (or -1-arg for ndarrays; an assert's index for ERROR_ASSERT)
 RT_RNG_COUNTER = 3      # launches so far, mixed into each launch's random stream
 RT_RNG_SEED = 4
 RT_SHADOW = 5           # the shadow table of a launch checked for the rules (engine/rules.py)
-RT_ERROR_INDEX = 8      # up to 8 index values
-RT_WORDS = 16
+RT_ERROR_INDEX = 8      # up to RT_ERROR_WORDS index values (or other words of the error)
+RT_PRINT_BUFFER = 16    # run-time prints (engine/printing.py): the buffer's address,
+RT_PRINT_CAPACITY = 17  # its size in words,
+RT_PRINT_USED = 18      # the words reserved so far (also by records that did not fit),
+RT_PRINT_DROPPED = 19   # the prints that did not fit,
+RT_PRINT_LAUNCH = 20    # the launch running in a replayed list (engine/replay.py)
+RT_WORDS = 24
+RT_ERROR_WORDS = 8
 
 ERROR_INDEX = 1
 ERROR_OUT_OF_MEMORY = 2
@@ -32,6 +38,7 @@ ERROR_RULE1 = 5         # a global data access rule broken inside a launch (RT_E
 ERROR_RULE2 = 6         # the line of the earlier read + 1 (or -1), then the element's offset)
 ERROR_RACE = 7
 ERROR_COMPONENT = 8     # RT_ERROR_INDEX: the component index, then the vector's or matrix's extent
+ERROR_ASSERT = 9        # RT_ERROR_FIELD: the assert's index in the kernel; RT_ERROR_INDEX: its message's values
 
 
 class Config:
@@ -76,6 +83,18 @@ class Program:
         self.dual_epoch = 0           # bumped whenever a .dual is allocated
         self.grad_epoch = 0           # bumped whenever a .grad is allocated
         self._rule_memo = (None, None)    # (grad_epoch, rules.PlanNode): see rule_memo
+        self.prints = None            # the PrintBuffer, made when a kernel that prints is built
+
+    def print_buffer(self):
+        if self.prints is None:
+            from .printing import PrintBuffer
+            self.prints = PrintBuffer(self.runtime_buffer)
+        return self.prints
+
+    def drain_prints(self, kernel_of):
+        """Print what the launches since the last drain printed (engine/printing.py)."""
+        if self.prints is not None:
+            self.prints.drain(kernel_of)
 
     def register_field(self, field):
         """Give a field the next slot of the field table."""
@@ -119,10 +138,11 @@ class Program:
             self._rule_memo = (self.grad_epoch, PlanNode())
         return self._rule_memo[1]
 
-    def check_errors(self, kernel_name, ndarrays=None, locations=()):
+    def check_errors(self, kernel_name, ndarrays=None, locations=(), asserts=()):
         """After a launch that can report errors: turn an error recorded by native code into
         an exception. `ndarrays`: {argument position: (name, shape)} of the launch's ndarray
-        arguments; `locations`: the kernel's table of source lines (codegen.location_table)."""
+        arguments; `locations`: the kernel's table of source lines (codegen.location_table);
+        `asserts`: the message Formats of its run-time asserts (printing.table)."""
         rt = self.runtime_buffer
         if rt[RT_ERROR_FLAG] == 0:
             return
@@ -150,6 +170,11 @@ class Program:
             where = f'\n{loc.render()}\n' if loc else ' '
             raise TaichiIndexError(f'{where}in kernel {kernel_name}: component index {index} is out of range '
                                    f'for a vector or matrix axis of {extent} entries')
+        if code == ERROR_ASSERT:
+            from .printing import assertion_error
+            fmt = asserts[ident]
+            words = rt[RT_ERROR_INDEX:RT_ERROR_INDEX + len(fmt.slots)]
+            raise assertion_error(kernel_name, loc, fmt.render(fmt.decode(words)))
         where = f'\n{loc.render()}' if loc else ''
         if code == ERROR_NON_FINITE:
             raise TaichiNonFiniteError(f'kernel {kernel_name}: NaN or Inf produced from finite operands{where}')
