@@ -271,6 +271,9 @@ def _as_shape(shape):
 def field(dtype, shape=None, name=None, offset=None, needs_grad=False, needs_dual=False):
     if offset is not None:
         raise TaichiRuntimeError('field offsets are not supported')
+    if isinstance(dtype, structs.StructType):
+        return StructField(dtype, _as_shape(shape) if shape is not None else None, name or _guess_name(),
+                           needs_grad, needs_dual)
     if isinstance(dtype, tuple) and dtype and dtype[0] in ('vector', 'matrix'):   # ti.math.vec3, ...
         element = dtype[1:2] if dtype[0] == 'vector' else dtype[1:3]
         return Field(dtype[-1], element, shape, name or _guess_name(), needs_grad, needs_dual)
@@ -382,6 +385,8 @@ root = _Root()
 class Ndarray:
     def __init__(self, dtype, shape, element_shape=(), needs_grad=False):
         self.dtype = T.resolve(dtype)
+        if self.dtype is None:
+            raise TypeError(f'not an ndarray dtype: {dtype!r} (ndarrays hold scalars, vectors or matrices)')
         self.shape = _as_shape(shape)
         self.element_shape = tuple(element_shape)
         self.name = 'ti.ndarray'
@@ -413,6 +418,9 @@ class Ndarray:
 
 
 def ndarray(dtype, shape, needs_grad=False):
+    """`ti.ndarray(ti.f32, shape)`, also of a vector or matrix type (`ti.math.vec3`)."""
+    if structs.kind_of(dtype) == 'matrix':
+        return Ndarray(dtype[-1], shape, dtype[1:-1], needs_grad)
     return Ndarray(dtype, shape, (), needs_grad)
 
 

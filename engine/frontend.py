@@ -448,9 +448,9 @@ class KernelBuilder(ast.NodeVisitor):
                 return ast.copy_location(ast.Subscript(value=member, slice=owner.slice, ctx=node.ctx), node)
         elif isinstance(owner, (ast.Name, Resolved)):
             var = self._lookup_var(owner)
-            methods = var.struct_type.methods if isinstance(var, StructVar) and var.struct_type else {}
-            if isinstance(var, StructVar) and node.attr not in methods:
-                return Resolved(self._member(node, var.members, f'struct {ast.unparse(owner)}'), node)
+            if isinstance(var, StructVar) and _is_member_name(var, node.attr):
+                name = owner.name if isinstance(owner, Resolved) else owner.id
+                return Resolved(self._member(node, var.members, f'struct {name}'), node)
         if owner is node.value:
             return node
         return ast.copy_location(ast.Attribute(value=owner, attr=node.attr, ctx=node.ctx), node)
@@ -473,13 +473,20 @@ class KernelBuilder(ast.NodeVisitor):
         if fold and ops.is_integer(left) and ops.is_integer(right):
             return ops.fold_ints(fold, int(left), int(right))     # as the kernel computes it
         op = _BINOPS.get(type(node.op))
+        self._no_struct_operands(node, left, right)
         result = op(left, right)
         if result is NotImplemented:
             raise self.error(node, f'unsupported operands for {type(node.op).__name__}', TaichiTypeError)
         return result
 
+    def _no_struct_operands(self, node, *operands):
+        if any(isinstance(x, Struct) for x in operands):
+            raise self.error(node, 'structs have no arithmetic or comparisons: use their members',
+                             TaichiTypeError)
+
     def visit_UnaryOp(self, node):
         operand = self.visit(node.operand)
+        self._no_struct_operands(node, operand)
         if isinstance(node.op, ast.Not):
             if isinstance(operand, Matrix):
                 return operand.map(lambda e: ops.unary('logical_not', ops.truth(e)) if ops.is_value(e) else int(not e))
@@ -539,6 +546,7 @@ class KernelBuilder(ast.NodeVisitor):
                     raise self.error(node, f'`{type(op).__name__}` needs compile-time operands')
                 value = _COMPARE[type(op)](left, right)
             else:
+                self._no_struct_operands(node, left, right)
                 value = _COMPARE[type(op)](left, right)
             result = value if result is None else tmath_and(result, value)
             left = right
@@ -768,6 +776,9 @@ class KernelBuilder(ast.NodeVisitor):
             return self._store_component(node, element[0], self.visit(element[1]),
                                          self.visit(target_node.slice), value, atomic=kind)
         target = self.visit(target_node.value)
+        if isinstance(target, StructField):
+            raise self.error(node, f'atomic_{kind} of a whole struct is not supported: apply it to its '
+                                   f'members ({target.name}[i].{target.keys[0]}, ...)', TaichiTypeError)
         if not isinstance(target, (Field, NdarrayArg)):
             raise self.error(node, f'atomic_{kind} needs a field or ndarray element as its first argument')
         return self._global_write(node, target, self.visit(target_node.slice), value, atomic=kind)
@@ -952,6 +963,7 @@ class KernelBuilder(ast.NodeVisitor):
                     self._global_write(node, base, self.visit(target.slice), value, atomic=kind)
                     return
         current = self.visit(_as_load(target))
+        self._no_struct_operands(node, current, value)
         result = op(current, value)
         if result is NotImplemented:
             raise self.error(node, 'unsupported operands for augmented assignment', TaichiTypeError)
@@ -1404,6 +1416,13 @@ class BoundFunc:
 
 def func(fn):
     return Func(fn)
+
+
+def _is_member_name(var, attr):
+    """Whether `p.attr` on a struct local names a member (or a misspelt one), not a method or
+    an attribute of struct values (`keys`, `to_dict`, ...)."""
+    methods = var.struct_type.methods if var.struct_type else {}
+    return attr in var.members or not (attr in methods or hasattr(Struct, attr))
 
 
 def _holds_values(obj):

@@ -35,6 +35,9 @@ class NdarrayType:
     `element_dim` axes (or those of a vector/matrix `dtype`) are its elements' components."""
 
     def __init__(self, dtype=None, ndim=None, element_dim=None, element_shape=None, **_):
+        if isinstance(dtype, structs.StructType):
+            raise TaichiTypeError(f'ti.types.ndarray(dtype={dtype!r}): ndarrays of structs are not '
+                                  f'supported; use a struct field (S.field(shape=...)) or one ndarray per member')
         self.dtype, self.ndim = dtype, ndim
         if element_dim is None and isinstance(dtype, tuple) and dtype[0] in ('vector', 'matrix'):
             element_dim = 1 if dtype[0] == 'vector' else 2
