@@ -142,7 +142,7 @@ class StructVar:
 
     def store(self, value):
         if not isinstance(value, Struct) or set(value._members) != set(self.members):
-            raise TaichiTypeError(f'cannot assign {structs._describe(value)} to a struct with members '
+            raise TaichiTypeError(f'cannot assign {structs.describe(value)} to a struct with members '
                                   f'{", ".join(self.members)}')
         for k, m in self.members.items():
             m.store(value._members[k])
@@ -155,8 +155,12 @@ class Resolved(ast.expr):
 
     def __init__(self, obj, like):
         super().__init__()
-        self.obj, self.name = obj, ast.unparse(like)
+        self.obj, self.like = obj, like
         ast.copy_location(self, like)
+
+    @property
+    def name(self):         # for messages only: unparsing costs more than resolving
+        return ast.unparse(self.like)
 
 
 class NdarrayArg:
@@ -821,7 +825,7 @@ class KernelBuilder(ast.NodeVisitor):
         if isinstance(target, ast.Subscript):
             return self._assign_subscript(target, value)
         if isinstance(target, Resolved):                # a member of a struct local
-            return self._store_var(target, target.name, target.obj, value)
+            return self._store_var(target, target.obj, value)
         if isinstance(target, ast.Attribute):
             resolved = self._member_node(target)
             if resolved is not target:
@@ -857,7 +861,7 @@ class KernelBuilder(ast.NodeVisitor):
         name = target.id
         for scope in reversed(self.frame.scopes):
             if name in scope and isinstance(scope[name], (Var, MatVar, StructVar)):
-                return self._store_var(target, name, scope[name], value)
+                return self._store_var(target, scope[name], value)
         scope = self.frame.scopes[-1]
         if is_static or not (ops.is_value(value) or isinstance(value, (Matrix, Struct)) or
                              (ops.is_number(value) and not isinstance(value, bool))):
@@ -865,8 +869,9 @@ class KernelBuilder(ast.NodeVisitor):
         else:
             scope[name] = self._new_var(value)
 
-    def _store_var(self, target, name, var, value):
+    def _store_var(self, target, var, value):
         if self._shared(var) or isinstance(var, (MatVar, StructVar)) and any(map(self._shared, var.vars)):
+            name = target.id if isinstance(target, ast.Name) else target.name
             raise self.error(target, f'`{name}` is defined outside this parallel loop, so all '
                                      f'threads share it: update it with `{name} += ...` '
                                      f'(an atomic add) or use a field')

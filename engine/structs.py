@@ -183,11 +183,11 @@ def split(t, value):
     kind = kind_of(t)
     if kind == 'scalar':
         if not (ops.is_value(value) or ops.is_number(value)):
-            raise TypeError(f'expected a scalar, got {_describe(value)}')
+            raise TypeError(f'expected a scalar, got {describe(value)}')
         return [value]
     if kind == 'matrix':
         if not isinstance(value, (Matrix, list, tuple, np.ndarray)):
-            raise TypeError(f'expected a {type_name(t)}, got {_describe(value)}')
+            raise TypeError(f'expected a {type_name(t)}, got {describe(value)}')
         matrix = value if isinstance(value, Matrix) else Matrix(value)
         if matrix.shape != _shape(t):
             raise TypeError(f'expected a {type_name(t)}, got shape {matrix.shape}')
@@ -196,11 +196,11 @@ def split(t, value):
         members = _members_of(value)
         if set(members) != set(t.members):
             raise TypeError(f'expected a {t.name} with members {", ".join(t.members)}, got '
-                            f'{_describe(value)}')
+                            f'{describe(value)}')
         return [x for k, member in t.members.items() for x in split(member, members[k])]
     types = _tuple_members(t)
     if not isinstance(value, (tuple, list)) or len(value) != len(types):
-        raise TypeError(f'expected a tuple of {len(types)} values, got {_describe(value)}')
+        raise TypeError(f'expected a tuple of {len(types)} values, got {describe(value)}')
     return [x for member, v in zip(types, value) for x in split(member, v)]
 
 
@@ -227,7 +227,7 @@ def cast(t, value):
         dtype = T.resolve(t[-1])
         return Matrix._make(_shape(t), [ops.cast(x, dtype) for x in split(t, value)])
     if isinstance(value, (Matrix, Struct)):
-        raise TypeError(f'expected a scalar, got {_describe(value)}')
+        raise TypeError(f'expected a scalar, got {describe(value)}')
     return ops.cast(value, T.resolve(t))
 
 
@@ -240,10 +240,10 @@ def _members_of(value):
         return value._members
     if isinstance(value, dict):
         return value
-    raise TypeError(f'expected a struct or a dict, got {_describe(value)}')
+    raise TypeError(f'expected a struct or a dict, got {describe(value)}')
 
 
-def _describe(value):
+def describe(value):
     if isinstance(value, Matrix):
         return f'a matrix of shape {value.shape}'
     if isinstance(value, Struct):
