@@ -316,7 +316,7 @@ def test_struct_misuse_is_a_clear_error_at_the_users_line():
         unknown_field_member()
     with pytest.raises(ti.TaichiTypeError, match='cannot choose between structs'):
         chooses(0.0)
-    with pytest.raises(ti.TaichiTypeError, match=r'returns vector2\(f32\): expected a vector2\(f32\), got shape \(3,\)'):
+    with pytest.raises(ti.TaichiTypeError, match=r'returns vector2\(f32\): expected a vector2\(f32\), got shape'):
         wrong_shape()
     @ti.kernel
     def adds():
