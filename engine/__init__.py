@@ -8,13 +8,16 @@ from .ad import Tape, clear_all_gradients
 from .frontend import (atomic_add, atomic_and, atomic_max, atomic_min, atomic_or,
                        atomic_sub, atomic_xor, block_local, func, grouped, loop_config, ndrange,
                        static, static_assert, static_print, stop_grad, template)
-from .kernels import Kernel, NdarrayType, kernel
+from .kernels import Kernel, NdarrayType, data_oriented, kernel
 from .linalg import polar_decompose, svd
 from .math import (abs, acos, asin, atan2, bit_and, bit_or, bit_xor, cast, ceil, cos,
                    exp, floor, log, max, min, pow, random, randn, round, rsqrt, select, sin,
                    sqrt, tan, tanh)
 from .gui import GUI, VideoManager as _VideoManager, hex_to_rgb, rgb_to_hex
 from .matrix import Matrix, Vector
+from .structs import Struct, StructType, dataclass
+from .fields import StructField
+from .math import MatrixType as _MatrixType, VectorType as _VectorType
 from .replay import CaptureError, capture
 from .runtime import init as _init, reset as _reset
 from .dtypes import (f32, f64, float32, float64, i8, i16, i32, i64, int32, int64, u8,
@@ -72,15 +75,23 @@ def clear_cache(path=None):
 
 class _Types:
     ndarray = NdarrayType
+    template = staticmethod(template)
     f32, f64, i32, i64 = f32, f64, i32, i64
+    i8, i16, u8, u16, u32, u64 = i8, i16, u8, u16, u32, u64
 
     @staticmethod
-    def vector(n, dtype):
-        return ('vector', n, dtype)
+    def vector(n, dtype=float):
+        """A vector type: a field, ndarray, argument or return dtype, and a constructor."""
+        return _VectorType(('vector', n, dtype))
 
     @staticmethod
-    def matrix(n, m, dtype):
-        return ('matrix', n, m, dtype)
+    def matrix(n, m, dtype=float):
+        return _MatrixType(('matrix', n, m, dtype))
+
+    @staticmethod
+    def struct(**members):
+        """`ti.types.struct(a=ti.f32, v=ti.math.vec3)`: a struct type (engine/structs.py)."""
+        return StructType(members)
 
 
 types = _Types()

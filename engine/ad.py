@@ -56,6 +56,11 @@ class _CustomGradient:
         finally:
             recorder.suspended -= 1
 
+    def __get__(self, obj, owner=None):
+        """A method (of a data_oriented class): bound to the instance, which the tape records
+        as its first argument and passes to the grad_for function."""
+        return self if obj is None else functools.partial(self, obj)
+
     def _grad(self, *args, **kwargs):
         if self.backward is None:
             raise RuntimeError(f'{self.fn.__name__} is grad_replaced but has no ti.ad.grad_for function')

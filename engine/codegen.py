@@ -503,9 +503,9 @@ class FunctionEmitter:
         return old
 
     def emit_return(self, s):
-        if s.args:
-            slot = self.arg_pointer(self.km.ret_offset, s.args[0].dtype.llvm)
-            self.b.store(self.values[s.args[0]], slot)
+        for k, value in enumerate(s.args):      # a vector, struct or tuple: one slot per scalar
+            slot = self.arg_pointer(self.km.ret_offset + 8 * k, value.dtype.llvm)
+            self.b.store(self.values[value], slot)
         self.ret()
 
     def emit_if(self, s):

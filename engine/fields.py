@@ -13,7 +13,7 @@ import sys
 
 import numpy as np
 
-from . import replay, runtime
+from . import replay, runtime, structs
 from . import dtypes as T
 from .errors import TaichiRuntimeError
 from .matrix import Matrix, Vector
@@ -271,6 +271,9 @@ def _as_shape(shape):
 def field(dtype, shape=None, name=None, offset=None, needs_grad=False, needs_dual=False):
     if offset is not None:
         raise TaichiRuntimeError('field offsets are not supported')
+    if isinstance(dtype, structs.StructType):
+        return StructField(dtype, _as_shape(shape) if shape is not None else None, name or _guess_name(),
+                           needs_grad, needs_dual)
     if isinstance(dtype, tuple) and dtype and dtype[0] in ('vector', 'matrix'):   # ti.math.vec3, ...
         element = dtype[1:2] if dtype[0] == 'vector' else dtype[1:3]
         return Field(dtype[-1], element, shape, name or _guess_name(), needs_grad, needs_dual)
@@ -347,6 +350,9 @@ class SNode:
 
     def place(self, *fields, offset=None):
         for f in fields:
+            if isinstance(f, StructField):
+                self.place(*f.leaves())
+                continue
             if isinstance(f, ComponentField):
                 f.place(self.shape)
                 continue
@@ -379,6 +385,8 @@ root = _Root()
 class Ndarray:
     def __init__(self, dtype, shape, element_shape=(), needs_grad=False):
         self.dtype = T.resolve(dtype)
+        if self.dtype is None:
+            raise TypeError(f'not an ndarray dtype: {dtype!r} (ndarrays hold scalars, vectors or matrices)')
         self.shape = _as_shape(shape)
         self.element_shape = tuple(element_shape)
         self.name = 'ti.ndarray'
@@ -410,8 +418,127 @@ class Ndarray:
 
 
 def ndarray(dtype, shape, needs_grad=False):
+    """`ti.ndarray(ti.f32, shape)`, also of a vector or matrix type (`ti.math.vec3`)."""
+    if structs.kind_of(dtype) == 'matrix':
+        return Ndarray(dtype[-1], shape, dtype[1:-1], needs_grad)
     return Ndarray(dtype, shape, (), needs_grad)
 
+
+# ----------------------------------------------------------------------------
+# Fields of structs
+
+class StructField:
+    """A field of structs, stored as a struct of arrays: one field per member (`f.a`, a
+    StructField again for a struct member), all of one shape. `f[i].a` is `f.a[i]`, in
+    kernels and in Python."""
+
+    def __init__(self, struct_type, shape, name, needs_grad=False, needs_dual=False):
+        self.struct_type, self.name = struct_type, name
+        self.members = {key: _member_field(t, shape, f'{name}.{key}', needs_grad, needs_dual)
+                        for key, t in struct_type.members.items()}
+
+    def __getattr__(self, name):
+        members = self.__dict__.get('members')
+        if members is None or name not in members:
+            raise AttributeError(f"struct field {self.__dict__.get('name')} has no member {name!r}"
+                                 + (f" (members: {', '.join(members)})" if members else ''))
+        return members[name]
+
+    @property
+    def keys(self):
+        return list(self.members)
+
+    def get_member_field(self, key):
+        return self.members[key]
+
+    def leaves(self):
+        """The fields of scalars, vectors and matrices that hold the members."""
+        return [f for m in self.members.values() for f in (m.leaves() if isinstance(m, StructField) else [m])]
+
+    @property
+    def placed(self):
+        return all(f.placed for f in self.leaves())
+
+    @property
+    def shape(self):
+        return self.leaves()[0].shape
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    def __repr__(self):
+        return f'<{self.name}: field of {self.struct_type!r}, shape {self.shape}>'
+
+    # --- Python-scope access ----------------------------------------------------
+    def __getitem__(self, index):
+        return _StructElement(self, index)
+
+    def __setitem__(self, index, value):
+        value = structs.cast(self.struct_type, value)
+        for key, member in self.members.items():
+            member[index] = getattr(value, key)
+
+    def to_numpy(self):
+        """{member: array} (nested structs give nested dicts), as Taichi gives."""
+        return {key: m.to_numpy() for key, m in self.members.items()}
+
+    def from_numpy(self, arrays):
+        for key, m in self.members.items():
+            m.from_numpy(arrays[key])
+
+    def fill(self, value):
+        for m in self.members.values():
+            m.fill(value)
+
+    def copy_from(self, other):
+        for key, m in self.members.items():
+            m.copy_from(other.members[key])
+
+
+def _member_field(t, shape, name, needs_grad, needs_dual):
+    if isinstance(t, structs.StructType):
+        return StructField(t, shape, name, needs_grad, needs_dual)
+    dtype, element = (t[-1], t[1:-1]) if structs.value_type(t) else (t, ())
+    has_grad = T.resolve(dtype).is_float        # integer members have no gradient
+    return Field(dtype, element, shape, name, needs_grad and has_grad, needs_dual and has_grad)
+
+
+class _StructElement(structs.Struct):
+    """`f[i]` in Python: the element's members, read when it is taken; assigning a member
+    (`f[i].a = 1.0`) writes the field."""
+
+    def __init__(self, field, index):
+        members = {key: m[index] for key, m in field.members.items()}
+        structs.Struct.__init__(self, members)
+        object.__setattr__(self, '_type', field.struct_type)
+        object.__setattr__(self, '_home', (field, index))
+
+    def __setattr__(self, name, value):
+        structs.Struct.__setattr__(self, name, value)
+        field, index = self._home
+        field.members[name][index] = getattr(self, name)
+
+
+def _struct_type_field(struct_type, shape=None, name=None, needs_grad=False, needs_dual=False,
+                       offset=None, **_):
+    """`S.field(shape=...)` of a StructType."""
+    if offset is not None:
+        raise TaichiRuntimeError('field offsets are not supported')
+    return StructField(struct_type, _as_shape(shape) if shape is not None else None,
+                       name or _guess_name(), needs_grad, needs_dual)
+
+
+def _struct_field(members, shape=None, name=None, needs_grad=False, needs_dual=False, offset=None, **_):
+    """`ti.Struct.field({'a': ti.f32, 'v': ti.math.vec3}, shape=...)`."""
+    if offset is not None:
+        raise TaichiRuntimeError('field offsets are not supported')
+    return StructField(structs.StructType(members), _as_shape(shape) if shape is not None else None,
+                       name or _guess_name(), needs_grad, needs_dual)
+
+
+structs.StructType.field = _struct_type_field
+structs.Struct.field = staticmethod(_struct_field)
 
 # Vector.field / Matrix.field and the ndarray counterparts build on this module.
 Matrix.field = staticmethod(matrix_field)

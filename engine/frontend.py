@@ -15,13 +15,14 @@ import textwrap
 
 import numpy as np
 
-from . import ops, printing, runtime
+from . import ops, printing, runtime, structs
 from . import dtypes as T
 from .errors import (SourceLocation, TaichiCompilationError, TaichiNameError,
                      TaichiSyntaxError, TaichiTypeError)
-from .fields import Field
+from .fields import Field, StructField
 from .ir import Block, Builder, building
 from .matrix import Matrix
+from .structs import Struct
 from . import math as tmath
 
 
@@ -123,6 +124,43 @@ class MatVar:
             raise TaichiTypeError(f'cannot assign a matrix of shape {value.shape} to one of shape {self.shape}')
         for v, e in zip(self.vars, value.entries):
             v.store(e)
+
+
+class StructVar:
+    """A mutable struct local: a Var, MatVar or StructVar per member."""
+
+    def __init__(self, struct_type, members):
+        self.struct_type, self.members = struct_type, members
+
+    @property
+    def vars(self):
+        return [v for m in self.members.values() for v in (m.vars if isinstance(m, (MatVar, StructVar)) else [m])]
+
+    def load(self):
+        members = {k: m.load() for k, m in self.members.items()}
+        return Struct._typed(self.struct_type, members) if self.struct_type else Struct(members)
+
+    def store(self, value):
+        if not isinstance(value, Struct) or set(value._members) != set(self.members):
+            raise TaichiTypeError(f'cannot assign {structs.describe(value)} to a struct with members '
+                                  f'{", ".join(self.members)}')
+        for k, m in self.members.items():
+            m.store(value._members[k])
+
+
+class Resolved(ast.expr):
+    """An AST leaf standing for what the frontend already found: a struct member's field
+    (`f[i].a` compiles as `f.a[i]`) or a struct local's member variable (`p.a`)."""
+    _fields = ()
+
+    def __init__(self, obj, like):
+        super().__init__()
+        self.obj, self.like = obj, like
+        ast.copy_location(self, like)
+
+    @property
+    def name(self):         # for messages only: unparsing costs more than resolving
+        return ast.unparse(self.like)
 
 
 class NdarrayArg:
@@ -278,14 +316,14 @@ class KernelBuilder(ast.NodeVisitor):
         with building(self.builder):
             scope = {}
             for name, obj in make_params().items():
-                # Scalar arguments become mutable locals; template arguments stay Python.
-                scope[name] = self._new_var(obj) if ops.is_value(obj) else obj
+                # Arguments become mutable locals; template arguments stay Python.
+                scope[name] = self._new_var(obj) if _holds_values(obj) else obj
             self.frames.append(FunctionContext(self.kernel_source, scope))
             self._visit_body(self.kernel_source.node.body)
         return self.builder.root
 
     def _bind_param(self, obj):
-        if ops.is_value(obj) or isinstance(obj, Matrix) or (ops.is_number(obj) and not isinstance(obj, bool)):
+        if ops.is_value(obj) or isinstance(obj, (Matrix, Struct)) or (ops.is_number(obj) and not isinstance(obj, bool)):
             return self._new_var(obj)
         return obj
 
@@ -298,6 +336,10 @@ class KernelBuilder(ast.NodeVisitor):
         return cls(message, self.frame.source.location(node))
 
     def _new_var(self, value, dtype=None):
+        if isinstance(value, Struct):
+            types = value._type.members if value._type else {}
+            return StructVar(value._type, {k: self._new_var(v, structs.element_dtype(types.get(k)))
+                                           for k, v in value._members.items()})
         if isinstance(value, Matrix):
             return MatVar(value.shape, [self._new_var(e, dtype) for e in value.entries])
         dtype = dtype or ops.dtype_of(value)
@@ -307,7 +349,7 @@ class KernelBuilder(ast.NodeVisitor):
         return var
 
     def _load(self, obj):
-        if isinstance(obj, (Var, MatVar)):
+        if isinstance(obj, (Var, MatVar, StructVar)):
             return obj.load()
         return obj
 
@@ -319,7 +361,9 @@ class KernelBuilder(ast.NodeVisitor):
             if method is None:
                 raise self.error(node, f'{_describe(node)} is not supported in kernels')
             return method(node)
-        except TaichiCompilationError:
+        except TaichiCompilationError as exc:
+            if exc.location is None:        # raised below the frontend: point at this node
+                raise type(exc)(exc.message, self.frame.source.location(node)) from None
             raise
         except (TypeError, ValueError, IndexError, AttributeError, ZeroDivisionError, KeyError) as exc:
             raise self.error(node, f'{type(exc).__name__}: {exc}', TaichiTypeError) from exc
@@ -380,8 +424,46 @@ class KernelBuilder(ast.NodeVisitor):
         return self._load(obj)
 
     def visit_Attribute(self, node):
+        resolved = self._member_node(node)
+        if resolved is not node:
+            return self.visit(resolved)
+        var = self._lookup_var(node.value) if isinstance(node.value, (ast.Name, Resolved)) else None
+        if isinstance(var, StructVar) and var.struct_type is not None:
+            method = var.struct_type.methods.get(node.attr)
+            if isinstance(method, Func):        # bound to the local itself: it may update it
+                return BoundFunc(method, var)
         value = self.visit(node.value)
         return getattr(value, node.attr)
+
+    def visit_Resolved(self, node):
+        return self._load(node.obj)
+
+    def _member_node(self, node):
+        """`f[i].a` on a struct field as `f.a[i]`, and `p.a` on a struct local as the member's
+        variable, as Resolved nodes: reads, writes and atomics of members then take the paths
+        of fields and locals. Any other node is returned as it is."""
+        if not isinstance(node, ast.Attribute):
+            return node
+        owner = self._member_node(node.value)
+        if isinstance(owner, ast.Subscript) and isinstance(owner.value, (ast.Name, ast.Attribute, Resolved)):
+            base = self.visit(owner.value)
+            if isinstance(base, StructField):
+                member = Resolved(self._member(node, base.members, f'struct field {base.name}'), node)
+                return ast.copy_location(ast.Subscript(value=member, slice=owner.slice, ctx=node.ctx), node)
+        elif isinstance(owner, (ast.Name, Resolved)):
+            var = self._lookup_var(owner)
+            if isinstance(var, StructVar) and _is_member_name(var, node.attr):
+                name = owner.name if isinstance(owner, Resolved) else owner.id
+                return Resolved(self._member(node, var.members, f'struct {name}'), node)
+        if owner is node.value:
+            return node
+        return ast.copy_location(ast.Attribute(value=owner, attr=node.attr, ctx=node.ctx), node)
+
+    def _member(self, node, members, what):
+        if node.attr not in members:
+            raise self.error(node, f"{what} has no member {node.attr!r} (members: {', '.join(members)})",
+                             TaichiTypeError)
+        return members[node.attr]
 
     def visit_Tuple(self, node):
         return tuple(self.visit(e) for e in node.elts)
@@ -395,13 +477,20 @@ class KernelBuilder(ast.NodeVisitor):
         if fold and ops.is_integer(left) and ops.is_integer(right):
             return ops.fold_ints(fold, int(left), int(right))     # as the kernel computes it
         op = _BINOPS.get(type(node.op))
+        self._no_struct_operands(node, left, right)
         result = op(left, right)
         if result is NotImplemented:
             raise self.error(node, f'unsupported operands for {type(node.op).__name__}', TaichiTypeError)
         return result
 
+    def _no_struct_operands(self, node, *operands):
+        if any(isinstance(x, Struct) for x in operands):
+            raise self.error(node, 'structs have no arithmetic or comparisons: use their members',
+                             TaichiTypeError)
+
     def visit_UnaryOp(self, node):
         operand = self.visit(node.operand)
+        self._no_struct_operands(node, operand)
         if isinstance(node.op, ast.Not):
             if isinstance(operand, Matrix):
                 return operand.map(lambda e: ops.unary('logical_not', ops.truth(e)) if ops.is_value(e) else int(not e))
@@ -461,6 +550,7 @@ class KernelBuilder(ast.NodeVisitor):
                     raise self.error(node, f'`{type(op).__name__}` needs compile-time operands')
                 value = _COMPARE[type(op)](left, right)
             else:
+                self._no_struct_operands(node, left, right)
                 value = _COMPARE[type(op)](left, right)
             result = value if result is None else tmath_and(result, value)
             left = right
@@ -481,6 +571,9 @@ class KernelBuilder(ast.NodeVisitor):
         select, which is cheaper and differentiates the same."""
         (then_block, a), (else_block, b) = (self._detached(lambda e=e: self._load(self.visit(e)))
                                             for e in (node.body, node.orelse))
+        if isinstance(a, Struct) or isinstance(b, Struct):
+            raise self.error(node, 'a conditional expression cannot choose between structs at run time: '
+                                   'assign the struct in an `if` statement', TaichiTypeError)
         if _pure(then_block) and _pure(else_block):
             self.builder.block.stmts.extend(then_block.stmts + else_block.stmts)
             return tmath.select(cond, a, b)
@@ -516,6 +609,8 @@ class KernelBuilder(ast.NodeVisitor):
             index = self.visit(node.slice)
         if isinstance(value, (Field, NdarrayArg)):
             return self._global_load(node, value, index)
+        if isinstance(value, StructField):
+            return self._struct_load(node, value, index)
         if isinstance(value, Matrix):
             if isinstance(index, tuple) and any(isinstance(i, Matrix) for i in index):
                 raise self.error(node, 'a matrix cannot be indexed by a vector')
@@ -543,6 +638,8 @@ class KernelBuilder(ast.NodeVisitor):
         kwargs = {kw.arg: self.visit(kw.value) for kw in node.keywords}
         if isinstance(fn, Func):
             return self.inline(node, fn, args, kwargs)
+        if isinstance(fn, BoundFunc):               # a method: its object is `self`
+            return self.inline(node, fn.func, [fn.obj] + args, kwargs)
         if getattr(fn, '_kernel_transform', False):      # ti.ad.grad / jvp / vjp of a ti.func
             return fn.apply(self, node, args, kwargs)
         if getattr(fn, '_is_kernel', False):
@@ -639,6 +736,23 @@ class KernelBuilder(ast.NodeVisitor):
         entries = [ops.emit('global_load', idx, target.dtype, target=target, component=c) for c in range(n)]
         return Matrix._make(target.element_shape, entries)
 
+    def _struct_load(self, node, field, index):
+        members = {k: self._struct_load(node, m, index) if isinstance(m, StructField) else
+                   self._global_load(node, m, index) for k, m in field.members.items()}
+        return Struct._typed(field.struct_type, members)
+
+    def _struct_store(self, node, field, index, value):
+        """`f[i] = S(...)`: every member is written."""
+        try:
+            value = structs.cast(field.struct_type, value)
+        except TypeError as exc:
+            raise self.error(node, f'cannot store into struct field {field.name}: {exc}', TaichiTypeError) from None
+        for k, m in field.members.items():
+            if isinstance(m, StructField):
+                self._struct_store(node, m, index, value._members[k])
+            else:
+                self._global_write(node, m, index, value._members[k])
+
     def _global_write(self, node, target, index, value, atomic=None):
         idx = self._indices(node, target, index)
         n = int(np.prod(target.element_shape)) if target.element_shape else 0
@@ -668,6 +782,7 @@ class KernelBuilder(ast.NodeVisitor):
 
     def atomic(self, node, kind, target_node, value):
         """`ti.atomic_add(f[i], v)` and friends: the first argument must be a global element."""
+        target_node = self._member_node(target_node)
         if not isinstance(target_node, ast.Subscript):
             raise self.error(node, f'atomic_{kind} needs a field or ndarray element as its first argument')
         element = self._vector_element(target_node.value)
@@ -675,6 +790,9 @@ class KernelBuilder(ast.NodeVisitor):
             return self._store_component(node, element[0], self.visit(element[1]),
                                          self.visit(target_node.slice), value, atomic=kind)
         target = self.visit(target_node.value)
+        if isinstance(target, StructField):
+            raise self.error(node, f'atomic_{kind} of a whole struct is not supported: apply it to its '
+                                   f'members ({target.name}[i].{target.keys[0]}, ...)', TaichiTypeError)
         if not isinstance(target, (Field, NdarrayArg)):
             raise self.error(node, f'atomic_{kind} needs a field or ndarray element as its first argument')
         return self._global_write(node, target, self.visit(target_node.slice), value, atomic=kind)
@@ -716,11 +834,19 @@ class KernelBuilder(ast.NodeVisitor):
             return
         if isinstance(target, ast.Subscript):
             return self._assign_subscript(target, value)
+        if isinstance(target, Resolved):                # a member of a struct local
+            return self._store_var(target, target.obj, value)
         if isinstance(target, ast.Attribute):
+            resolved = self._member_node(target)
+            if resolved is not target:
+                return self._assign(resolved, value, is_static)
             owner = self._lookup_var(target.value)
             comp = 'xyzw'.index(target.attr) if target.attr in 'xyzw' and len(target.attr) == 1 else None
             if isinstance(owner, MatVar) and comp is not None:
                 return owner.vars[comp].store(value)
+            element = self._vector_element(target.value)
+            if element is not None and comp is not None:        # f[i].x = v: one component
+                return self._store_component(target, element[0], self.visit(element[1]), comp, value)
             raise self.error(target, f'cannot assign to attribute {target.attr}')
         raise self.error(target, f'cannot assign to {_describe(target)}')
 
@@ -732,6 +858,8 @@ class KernelBuilder(ast.NodeVisitor):
         return isinstance(var, Var) and not var.in_parallel_loop and self._in_parallel_loop()
 
     def _lookup_var(self, node):
+        if isinstance(node, Resolved):
+            return node.obj
         if isinstance(node, ast.Name):
             try:
                 return self.frame.lookup(node.id)
@@ -742,25 +870,27 @@ class KernelBuilder(ast.NodeVisitor):
     def _assign_name(self, target, value, is_static):
         name = target.id
         for scope in reversed(self.frame.scopes):
-            if name in scope and isinstance(scope[name], (Var, MatVar)):
-                var = scope[name]
-                if self._shared(var) or isinstance(var, MatVar) and any(map(self._shared, var.vars)):
-                    raise self.error(target, f'`{name}` is defined outside this parallel loop, so all '
-                                             f'threads share it: update it with `{name} += ...` '
-                                             f'(an atomic add) or use a field')
-                var.store(value)
-                return
+            if name in scope and isinstance(scope[name], (Var, MatVar, StructVar)):
+                return self._store_var(target, scope[name], value)
         scope = self.frame.scopes[-1]
-        if is_static or not (ops.is_value(value) or isinstance(value, Matrix) or
+        if is_static or not (ops.is_value(value) or isinstance(value, (Matrix, Struct)) or
                              (ops.is_number(value) and not isinstance(value, bool))):
             scope[name] = value
         else:
             scope[name] = self._new_var(value)
 
+    def _store_var(self, target, var, value):
+        if self._shared(var) or isinstance(var, (MatVar, StructVar)) and any(map(self._shared, var.vars)):
+            name = target.id if isinstance(target, ast.Name) else target.name
+            raise self.error(target, f'`{name}` is defined outside this parallel loop, so all '
+                                     f'threads share it: update it with `{name} += ...` '
+                                     f'(an atomic add) or use a field')
+        var.store(value)
+
     def _assign_subscript(self, target, value):
-        owner_node = target.value
+        owner_node = self._member_node(target.value)
         index = self.visit(target.slice)
-        owner_var = self._lookup_var(owner_node) if isinstance(owner_node, ast.Name) else None
+        owner_var = self._lookup_var(owner_node) if isinstance(owner_node, (ast.Name, Resolved)) else None
         if isinstance(owner_var, MatVar):
             return self._store_matvar(target, owner_var, index, value)
         element = self._vector_element(owner_node)
@@ -769,6 +899,8 @@ class KernelBuilder(ast.NodeVisitor):
         owner = self.visit(owner_node)
         if isinstance(owner, (Field, NdarrayArg)):
             return self._global_write(target, owner, index, value)
+        if isinstance(owner, StructField):
+            return self._struct_store(target, owner, index, value)
         if isinstance(owner, (list, dict)) and not ops.is_value(index):
             owner[index] = value
             return
@@ -777,7 +909,8 @@ class KernelBuilder(ast.NodeVisitor):
     def _vector_element(self, node):
         """(field, index node) when `node` is `f[i]` of a vector or matrix field or ndarray;
         the element is not loaded (a write to one component reads nothing)."""
-        if not isinstance(node, ast.Subscript) or not isinstance(node.value, (ast.Name, ast.Attribute)):
+        node = self._member_node(node)
+        if not isinstance(node, ast.Subscript) or not isinstance(node.value, (ast.Name, ast.Attribute, Resolved)):
             return None
         base = self.visit(node.value)
         if isinstance(base, (Field, NdarrayArg)) and base.element_shape:
@@ -813,9 +946,9 @@ class KernelBuilder(ast.NodeVisitor):
 
     def visit_AugAssign(self, node):
         op = _BINOPS[type(node.op)]
-        target = node.target
+        target = self._member_node(node.target)
         value = self.visit(node.value)
-        if isinstance(target, ast.Name) and isinstance(node.op, (ast.Add, ast.Sub)):
+        if isinstance(target, (ast.Name, Resolved)) and isinstance(node.op, (ast.Add, ast.Sub)):
             var = self._lookup_var(target)
             kind = 'add' if isinstance(node.op, ast.Add) else 'sub'
             if self._shared(var):
@@ -824,13 +957,15 @@ class KernelBuilder(ast.NodeVisitor):
             if isinstance(var, MatVar) and any(map(self._shared, var.vars)):   # entry by entry
                 entries = value.entries if isinstance(value, Matrix) else [value] * len(var.vars)
                 if len(entries) != len(var.vars):
-                    raise self.error(node, f'cannot add a matrix of shape {value.shape} to `{target.id}` '
+                    name = target.id if isinstance(target, ast.Name) else target.name
+                    raise self.error(node, f'cannot add a matrix of shape {value.shape} to `{name}` '
                                            f'of shape {var.shape}', TaichiTypeError)
                 for v, entry in zip(var.vars, entries):
                     ops.emit('local_atomic', [v.alloca, ops.as_value(entry, v.dtype)], v.dtype, kind=kind)
                 return
         if isinstance(target, ast.Subscript):
-            owner = self._lookup_var(target.value) if isinstance(target.value, ast.Name) else None
+            owner_node = self._member_node(target.value)
+            owner = self._lookup_var(owner_node) if isinstance(owner_node, (ast.Name, Resolved)) else None
             if not isinstance(owner, MatVar):
                 kind = {ast.Add: 'add', ast.Sub: 'sub'}.get(type(node.op))
                 element = self._vector_element(target.value) if kind else None
@@ -843,6 +978,7 @@ class KernelBuilder(ast.NodeVisitor):
                     self._global_write(node, base, self.visit(target.slice), value, atomic=kind)
                     return
         current = self.visit(_as_load(target))
+        self._no_struct_operands(node, current, value)
         result = op(current, value)
         if result is NotImplemented:
             raise self.error(node, 'unsupported operands for augmented assignment', TaichiTypeError)
@@ -916,10 +1052,8 @@ class KernelBuilder(ast.NodeVisitor):
             return self._ndrange_for(node, _dims_of(self, node, iterable.source), grouped=True)
         if isinstance(iterable, NdRange):
             return self._ndrange_for(node, iterable.dims, grouped=False)
-        if isinstance(iterable, Field):
-            if not iterable.placed:
-                _raise_unplaced(self, node, iterable)
-            return self._ndrange_for(node, [(0, n) for n in iterable.shape], grouped=False)
+        if isinstance(iterable, (Field, StructField, NdarrayArg)):     # a struct-for
+            return self._ndrange_for(node, _dims_of(self, node, iterable), grouped=False)
         if isinstance(iterable, (list, tuple, Matrix)):
             return self._static_for(node, list(iterable))
         raise self.error(iter_node, f'cannot loop over {type(iterable).__name__} in a kernel')
@@ -1026,17 +1160,20 @@ class KernelBuilder(ast.NodeVisitor):
                 return
             raise self.error(node, 'this kernel returns a value but has no return type annotation',
                              TaichiTypeError)
-        if isinstance(value, Matrix):
-            raise self.error(node, 'kernels return scalars only', TaichiTypeError)
-        self.builder.emit('return', [ops.as_value(value, self.return_type)])
+        try:
+            scalars = structs.split(self.return_type, value)
+        except TypeError as exc:
+            raise self.error(node, f'this kernel returns {structs.type_name(self.return_type)}: {exc}',
+                             TaichiTypeError) from None
+        slots = structs.slot_types(self.return_type)
+        self.builder.emit('return', [ops.as_value(x, t) for x, t in zip(scalars, slots)])
 
     def _early_return(self, node, value):
         """`return value` in a func that returns inside run-time control flow: store the
         result and the flag; leave the func's loop, if in one."""
         frame = self.frame
         value = self._load(value)
-        entries = value.entries if isinstance(value, Matrix) else [value]
-        shape = value.shape if isinstance(value, Matrix) else None
+        entries, shape = structs.leaves(value), structs.tree(value)
         if frame.result is None:
             annotated = T.resolve(frame.return_annotation) if frame.return_annotation else None
             cells = [ops.Value('alloca', (), annotated or ops.dtype_of(e), self.builder.loc)
@@ -1126,8 +1263,7 @@ class KernelBuilder(ast.NodeVisitor):
             self.frames.pop()
         if frame.result is not None:
             shape, cells = frame.result
-            loaded = [ops.emit('local_load', [cell], cell.dtype) for cell in cells]
-            return loaded[0] if shape is None else Matrix._make(shape, loaded)
+            return structs.rebuild(shape, iter([ops.emit('local_load', [cell], cell.dtype) for cell in cells]))
         return frame.return_value
 
 
@@ -1203,6 +1339,8 @@ def _flat_component(kb, node, shape, comp):
 
 
 def _as_load(target):
+    if isinstance(target, Resolved):
+        return target
     node = type(target)(**{f: getattr(target, f) for f in target._fields})
     node.ctx = ast.Load()
     ast.copy_location(node, target)
@@ -1221,7 +1359,7 @@ class TaichiUnplacedError(TaichiCompilationError, RuntimeError):
 def _dims_of(kb, node, source):
     if isinstance(source, NdRange):
         return source.dims
-    if isinstance(source, Field):
+    if isinstance(source, (Field, StructField)):
         if not source.placed:
             _raise_unplaced(kb, node, source)
         return [(0, n) for n in source.shape]
@@ -1295,9 +1433,37 @@ class Func:
     def __call__(self, *args, **kwargs):
         raise TaichiSyntaxError(f'ti.func {self.fn.__name__} can only be called from a kernel or another ti.func')
 
+    def __get__(self, obj, owner=None):
+        return self if obj is None else BoundFunc(self, obj)
+
+
+class BoundFunc:
+    """A ti.func method of an object (a data_oriented class, a @ti.dataclass struct): the
+    object is its first argument."""
+
+    def __init__(self, func, obj):
+        self.func, self.obj = func, obj
+
+    def __call__(self, *args, **kwargs):
+        self.func(*args, **kwargs)          # raises: called from Python
+
 
 def func(fn):
     return Func(fn)
+
+
+def _is_member_name(var, attr):
+    """Whether `p.attr` on a struct local names a member (or a misspelt one), not a method or
+    an attribute of struct values (`keys`, `to_dict`, ...)."""
+    methods = var.struct_type.methods if var.struct_type else {}
+    return attr in var.members or not (attr in methods or hasattr(Struct, attr))
+
+
+def _holds_values(obj):
+    """Whether a kernel argument holds run-time values (a template argument holds none)."""
+    if isinstance(obj, (Matrix, Struct)):
+        return any(map(ops.is_value, structs.leaves(obj)))
+    return ops.is_value(obj)
 
 
 def _describe(node):

@@ -598,11 +598,11 @@ class _Compiler:
     def op_return(self, s):
         if not s.args:
             return lambda env: RETURN
-        value, offset, buffer = s.args[0], self.kernel.layout.ret_offset, self.buffer
-        pack = struct.Struct('=' + _scalar_format(value.dtype)).pack_into
+        values, offset, buffer = s.args, self.kernel.layout.ret_offset, self.buffer
+        pack = struct.Struct('=' + ''.join(_scalar_format(v.dtype) for v in values)).pack_into
 
         def run(env):
-            pack(buffer, offset, env[value])
+            pack(buffer, offset, *[env[v] for v in values])
             return RETURN
         return run
 

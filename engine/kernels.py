@@ -7,6 +7,7 @@ a handful of attribute reads and one `struct.pack_into`.
 """
 import contextlib
 import ctypes
+import functools
 import inspect
 import itertools
 import operator
@@ -16,7 +17,7 @@ import time
 
 import numpy as np
 
-from . import bounds, cache, codegen, cse, forward, jit, ops, printing, replay, reverse, rules, runtime, tape
+from . import bounds, cache, codegen, cse, forward, jit, ops, printing, replay, reverse, rules, runtime, structs, tape
 from . import dtypes as T
 from .errors import SourceLocation, TaichiSyntaxError, TaichiTypeError
 from .fields import Field, Ndarray
@@ -34,6 +35,9 @@ class NdarrayType:
     `element_dim` axes (or those of a vector/matrix `dtype`) are its elements' components."""
 
     def __init__(self, dtype=None, ndim=None, element_dim=None, element_shape=None, **_):
+        if isinstance(dtype, structs.StructType):
+            raise TaichiTypeError(f'ti.types.ndarray(dtype={dtype!r}): ndarrays of structs are not '
+                                  f'supported; use a struct field (S.field(shape=...)) or one ndarray per member')
         self.dtype, self.ndim = dtype, ndim
         if element_dim is None and isinstance(dtype, tuple) and dtype[0] in ('vector', 'matrix'):
             element_dim = 1 if dtype[0] == 'vector' else 2
@@ -57,6 +61,11 @@ class ArgSpec:
             self.kind = 'template'
         elif isinstance(annotation, NdarrayType) or annotation is NdarrayType:
             self.kind = 'ndarray'
+        elif structs.value_type(annotation) is not None:
+            if structs.kind_of(annotation) == 'tuple':
+                raise TaichiTypeError(f'kernel argument {name!r}: tuples are return types only; pass '
+                                      f'a vector or a struct')
+            self.kind = 'compound'      # a vector, matrix or struct: one slot per scalar
         else:
             if annotation is inspect.Parameter.empty or T.resolve(annotation) is None:
                 raise TaichiTypeError(f'kernel argument {name!r} needs a type annotation '
@@ -90,8 +99,11 @@ class Kernel:
         self.__name__ = self.name = fn.__name__
         self.__doc__ = fn.__doc__
         self.signature = inspect.signature(fn)
-        self.specs = [ArgSpec(p.name, p.annotation) for p in self.signature.parameters.values()]
-        self.keyed = [k for k, s in enumerate(self.specs) if s.kind != 'scalar']
+        annotations = [p.annotation for p in self.signature.parameters.values()]
+        if annotations and annotations[0] is inspect.Parameter.empty and _is_method(fn):
+            annotations[0] = Template()         # `self`: the instance, as a template argument
+        self.specs = [ArgSpec(p, a) for p, a in zip(self.signature.parameters, annotations)]
+        self.keyed = [k for k, s in enumerate(self.specs) if s.kind in ('template', 'ndarray')]
         self._source = None
         self._cache = {}
         self._generation = -1
@@ -106,8 +118,19 @@ class Kernel:
 
     @property
     def return_type(self):
+        """A DataType (resolved per program, as argument types are), a compound type, or None."""
         ret = self.signature.return_annotation
-        return None if ret in (inspect.Signature.empty, None) else T.resolve(ret)
+        if ret is inspect.Signature.empty or ret is None:
+            return None
+        dtype = structs.value_type(ret) or T.resolve(ret)
+        if dtype is None:
+            raise TaichiTypeError(f'kernel {self.name}: the return type {ret!r} is not a scalar, vector, '
+                                  f'matrix, struct or tuple type')
+        return dtype
+
+    def __get__(self, obj, owner=None):
+        """A kernel defined in a class, taken from an instance: bound to it."""
+        return self if obj is None else BoundKernel(self, obj)
 
     def location(self):
         return SourceLocation(self.source.filename, self.source.first_line, 0, None, self.name)
@@ -164,6 +187,11 @@ class Kernel:
                     if isinstance(value, Field) else ''
                 raise _call_error(self, f'argument {spec.name!r} of kernel {self.name}() must be an '
                                         f'ndarray (numpy or ti.ndarray), got {type(value).__name__}{hint}')
+            if spec.kind == 'compound':
+                try:
+                    structs.split(spec.annotation, value)
+                except TypeError as exc:
+                    raise _call_error(self, f'argument {spec.name!r} of kernel {self.name}(): {exc}') from None
             if spec.kind == 'ndarray' and not T.has_numpy(_as_array(value).dtype):
                 raise _call_error(self, f'argument {spec.name!r} of kernel {self.name}(): ndarrays of '
                                         f'dtype {_as_array(value).dtype} are not supported')
@@ -242,6 +270,54 @@ def _load_or_compile(name, body, layout, prog, shadow=()):
     return address
 
 
+class BoundKernel:
+    """`obj.method` for a kernel defined in a class (`@ti.data_oriented`): the instance is
+    its first argument, a template argument, so each instance gets code of its own."""
+
+    def __init__(self, kernel, obj):
+        self.kernel, self.obj = kernel, obj
+        self.__name__ = kernel.name
+
+    def __call__(self, *args, **kwargs):
+        return self.kernel(self.obj, *args, **kwargs)
+
+    @property
+    def grad(self):
+        return functools.partial(self.kernel.grad, self.obj)
+
+    def __getattr__(self, name):        # the kernel's own attributes (name, fn, ...)
+        return getattr(self.kernel, name)
+
+
+def _is_method(fn):
+    """Whether fn is defined in a class body (its qualified name is Class.name)."""
+    parts = fn.__qualname__.split('.')
+    return len(parts) > 1 and parts[-2] != '<locals>'
+
+
+def data_oriented(cls):
+    """`@ti.data_oriented`: its kernels bind to instances (Kernel.__get__), ti.funcs too
+    (Func.__get__); as a template argument an instance is keyed by identity, so two equal
+    instances holding different fields never share compiled code."""
+    cls._ti_data_oriented = True
+    return cls
+
+
+class _Instance:
+    """A data_oriented object as part of a cache key: compared by identity (and kept alive,
+    so its id is not reused while the key exists)."""
+    __slots__ = ('obj',)
+
+    def __init__(self, obj):
+        self.obj = obj
+
+    def __hash__(self):
+        return id(self.obj)
+
+    def __eq__(self, other):
+        return isinstance(other, _Instance) and other.obj is self.obj
+
+
 class AdjointKernel:
     """`kernel.grad(*args)`: accumulates the adjoints of the kernel's inputs into `.grad`.
 
@@ -280,12 +356,18 @@ class ArgLayout:
         self.scalar_positions, self.ndarrays = [], []
         self.ndarray_params = {}
         self.offsets = {}
+        self.compound = {}      # position -> (offset, slot types) of vector, matrix and struct arguments
         for k, (spec, value) in enumerate(zip(specs, args)):
             if spec.kind == 'scalar':
                 self.offsets[k] = offset
                 fmt += _scalar_format(spec.dtype)
                 self.scalar_positions.append(k)
                 offset += 8
+            elif spec.kind == 'compound':
+                slots = structs.slot_types(spec.annotation)
+                self.compound[k] = (offset, slots)
+                fmt += ''.join(map(_scalar_format, slots))
+                offset += 8 * len(slots)
             elif spec.kind == 'ndarray':
                 array = _as_array(value)
                 dtype = T.from_numpy(array.dtype)
@@ -302,7 +384,10 @@ class ArgLayout:
         self.scalar_format = fmt
         self.ret_offset = offset
         self.return_type = return_type
-        self.size = offset + 8
+        self.return_slots = structs.slot_types(return_type) if return_type is not None else []
+        self.size = offset + 8 * max(1, len(self.return_slots))
+        self._converters = {k: [float if t.is_float else int for t in slots]
+                            for k, (_, slots) in self.compound.items()}
 
     def bind_params(self):
         params = {}
@@ -311,9 +396,25 @@ class ArgLayout:
                 params[spec.name] = ops.emit('arg', (), spec.dtype, offset=self.offsets[k])
             elif spec.kind == 'ndarray':
                 params[spec.name] = self.ndarray_params[k]
+            elif spec.kind == 'compound':
+                offset, slots = self.compound[k]
+                scalars = [ops.emit('arg', (), t, offset=offset + 8 * j) for j, t in enumerate(slots)]
+                params[spec.name] = structs.join(spec.annotation, iter(scalars))
             else:
                 params[spec.name] = value
         return params
+
+    def pack_values(self, args):
+        """The values a launch packs when there are compound arguments: their scalars, in
+        their slots among the scalar arguments."""
+        values = []
+        for k, spec in enumerate(self.specs):
+            if spec.kind == 'scalar':
+                values.append(args[k])
+            elif spec.kind == 'compound':
+                scalars = structs.split(spec.annotation, args[k])
+                values += [convert(x) for convert, x in zip(self._converters[k], scalars)]
+        return values
 
 
 class CompiledKernel:
@@ -328,13 +429,16 @@ class CompiledKernel:
         n_scalars = len(layout.scalar_positions)
         all_scalars = n_scalars == len(layout.specs)
         positions = layout.scalar_positions
-        self.pick = (None if all_scalars else
+        self.pick = (layout.pack_values if layout.compound else
+                     None if all_scalars else
                      (lambda args: ()) if n_scalars == 0 else
                      (lambda args, g=operator.itemgetter(*positions): (g(args),)) if n_scalars == 1 else
                      operator.itemgetter(*positions))
         self.nargs = len(layout.specs)
-        rt = layout.return_type
-        self.unpack_return = struct.Struct('=' + _scalar_format(rt)).unpack_from if rt else None
+        rt, slots = layout.return_type, layout.return_slots
+        self.unpack_return = struct.Struct('=' + ''.join(map(_scalar_format, slots))).unpack_from if slots else None
+        # a vector, matrix, struct or tuple is rebuilt from its slots; a scalar is the first
+        self.build_return = None if isinstance(rt, T.DataType) else lambda values: structs.join(rt, iter(values))
         # run-time prints and asserts: their Formats, by the index native code records
         self.print_formats, self.assert_formats = ([s.attrs['format'] for s in printing.table(body, op)]
                                                    for op in ('print', 'assert_fail'))
@@ -465,7 +569,8 @@ class CompiledKernel:
             self.report_errors({k: (self.layout.specs[k].name, _as_array(args[k]).shape[:ndim])
                                 for k, _, ndim, _ in self.layout.ndarrays})
         if self.unpack_return is not None:
-            return self.unpack_return(self.buffer, self.layout.ret_offset)[0]
+            values = self.unpack_return(self.buffer, self.layout.ret_offset)
+            return values[0] if self.build_return is None else self.build_return(values)
 
     def _pack_ndarrays(self, args):
         for k, offset, ndim, grad_offset in self.layout.ndarrays:
@@ -484,9 +589,13 @@ def _key_of(spec, value):
         if not isinstance(array, np.ndarray):
             return ('bad', type(value))
         return (array.dtype.str, array.ndim, _element_shape(spec, value), getattr(value, 'grad', None) is not None)
+    if isinstance(value, Field):
+        return value
+    if getattr(type(value), '_ti_data_oriented', False):
+        return _Instance(value)
     try:
         hash(value)
-        return (type(value), value) if not isinstance(value, Field) else value
+        return (type(value), value)
     except TypeError:
         return id(value)
 

@@ -180,13 +180,28 @@ class MatrixType(tuple):
 
     def __call__(self, *entries):
         n, m = self[1], self[2]
-        flat = [x for e in entries for x in (e.entries if isinstance(e, Matrix) else
-                                              (e if isinstance(e, (list, tuple)) else [e]))]
+        flat = _flatten(entries)
         if len(flat) == 1:
             flat = flat * (n * m)
         if len(flat) != n * m:
             raise TaichiTypeError(f'a {n}x{m} matrix takes {n * m} entries, got {len(flat)}')
-        return Matrix._make((n, m), flat)
+        dtype = T.resolve(self[3])
+        return Matrix._make((n, m), [cast(x, dtype) if ops.is_value(x) else x for x in flat])
+
+
+def _flatten(entries):
+    """Scalars of nested rows (lists, tuples, matrices, numpy arrays), in order."""
+    flat = []
+    for e in entries:
+        if isinstance(e, Matrix):
+            flat += e.entries
+        elif isinstance(e, (list, tuple)):
+            flat += _flatten(e)
+        elif getattr(e, 'ndim', 0) > 0:       # a numpy array
+            flat += _flatten(e.tolist())
+        else:
+            flat.append(e)
+    return flat
 
 
 vec2, vec3, vec4 = (VectorType(('vector', n, float)) for n in (2, 3, 4))
