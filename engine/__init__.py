@@ -9,7 +9,7 @@ from .frontend import (atomic_add, atomic_and, atomic_max, atomic_min, atomic_or
                        atomic_sub, atomic_xor, block_local, func, grouped, loop_config, ndrange,
                        static, static_assert, static_print, stop_grad, template)
 from .kernels import Kernel, NdarrayType, kernel
-from .linalg import polar_decompose, svd
+from .linalg import eig, polar_decompose, solve, svd, sym_eig
 from .math import (abs, acos, asin, atan2, bit_and, bit_or, bit_xor, cast, ceil, cos,
                    exp, floor, log, max, min, pow, random, randn, round, rsqrt, select, sin,
                    sqrt, tan, tanh)
