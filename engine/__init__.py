@@ -1,7 +1,9 @@
 """`import engine as ti`: a differentiable kernel language with Taichi's API."""
 from . import ad, dtypes
-from .errors import (TaichiCompilationError, TaichiIndexError, TaichiNameError,
-                     TaichiRuntimeError, TaichiSyntaxError, TaichiTypeError)
+from . import profiler
+from .errors import (USER_ERRORS, TaichiCompilationError, TaichiIndexError, TaichiInitError,
+                     TaichiNameError, TaichiRuntimeError, TaichiSyntaxError, TaichiTypeError,
+                     user_frames_only)
 from .fields import (ComponentField, Field, Ndarray, field, i, ij, ijk, ijkl, ik, j, jk, k, l,  # noqa: E741
                      ndarray, root)
 from .ad import Tape, clear_all_gradients
@@ -27,6 +29,9 @@ arm64 = 'cpu'
 gpu, cuda, vulkan, metal, opengl, gles, dx11, dx12, amdgpu, cc = (
     'gpu', 'cuda', 'vulkan', 'metal', 'opengl', 'gles', 'dx11', 'dx12', 'amdgpu', 'cc')
 
+# Taichi's log levels (ti.init(log_level=ti.ERROR) silences the engine's warnings of ti.init)
+TRACE, DEBUG, INFO, WARN, ERROR, CRITICAL = 'trace', 'debug', 'info', 'warn', 'error', 'critical'
+
 
 class _Tools:
     VideoManager = _VideoManager
@@ -51,8 +56,13 @@ class MatrixField(metaclass=_FieldKind):
 
 
 def init(arch=None, **kwargs):
-    """Start a fresh program: drops all fields and compiled kernels."""
-    _init(arch, **kwargs)
+    """Start a fresh program: drops all fields and compiled kernels. Taichi's keywords are
+    accepted (engine/options.py says which apply here), an unknown one is a TypeError."""
+    try:
+        _init(arch, **kwargs)
+    except USER_ERRORS as exc:
+        user_frames_only(exc)
+        raise
 
 
 def reset():
