@@ -43,6 +43,7 @@ from .kernels import CompiledKernel, _as_array, _scalar_format
 
 class IRError(TaichiRuntimeError):
     """The IR does something that has no defined result in native code."""
+    internal = True         # an engine bug: its traceback keeps the engine's frames
 
 
 BREAK, CONTINUE, RETURN = 1, 2, 3    # what a statement returns to leave its block
