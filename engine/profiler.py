@@ -86,7 +86,7 @@ def clear_kernel_profiler_info():
 
 def get_kernel_profiler_total_time():
     """The time of all recorded launches, in seconds."""
-    return sum(entry[1] for entry in records().stats.values())
+    return sum((entry[1] for entry in records().stats.values()), 0.0)
 
 
 def query_kernel_profiler_info(name):
