@@ -87,7 +87,7 @@ def resolve(arch, kwargs, own):
     if unknown:
         raise TaichiInitError(_unknown_message(unknown, known))
     kept = {k: v for k, v in kwargs.items() if k not in IGNORED}
-    for name in APPLIED:
+    for name in APPLIED.keys() - {'default_fp', 'default_ip'}:       # types do not come as text
         value = os.environ.get('TI_' + name.upper(), '')
         if name not in kept and value:
             kept[name] = _parse(value)
