@@ -110,8 +110,7 @@ def _eigvector2(a, b, c, d, xr, xi, fallback, cfg):
     vector e_fallback where both vanish (A is a multiple of I)."""
     col0 = [a - xr, -xi, c, 0.0]
     col1 = [b, 0.0, d - xr, -xi]
-    n0 = sum(x * x for x in col0[1:]) + col0[0] * col0[0]
-    n1 = sum(x * x for x in col1[1:]) + col1[0] * col1[0]
+    n0, n1 = _sum_of_squares(col0), _sum_of_squares(col1)
     first = n0 >= n1
     col = [tm.select(first, x, y) for x, y in zip(col0, col1)]
     norm = tm.max(n0, n1)
@@ -119,6 +118,13 @@ def _eigvector2(a, b, c, d, xr, xi, fallback, cfg):
     inv = tm.rsqrt(tm.select(ok, norm, 1.0))
     unit = [1.0, 0.0, 0.0, 0.0] if fallback == 0 else [0.0, 0.0, 1.0, 0.0]
     return [tm.select(ok, x * inv, u) for x, u in zip(col, unit)]
+
+
+def _sum_of_squares(xs):
+    total = xs[0] * xs[0]
+    for x in xs[1:]:
+        total = total + x * x
+    return total
 
 
 def solve(A, b, dt=None):

@@ -567,9 +567,8 @@ def _minmax(name):
     def lower(b, a, ti, to):
         x, y = a
         if to.is_float:
-            less = b.fcmp_ordered('<', x, y)
-            nan = b.fcmp_unordered('uno', y if name == 'min' else x, y if name == 'min' else x)
-            less = b.or_(less, nan)
+            loser = y if name == 'min' else x       # the operand a NaN makes lose
+            less = b.or_(b.fcmp_ordered('<', x, y), b.fcmp_unordered('uno', loser, loser))
         else:
             less = (b.icmp_signed if to.signed else b.icmp_unsigned)('<', x, y)
         return b.select(less, x, y) if name == 'min' else b.select(less, y, x)
