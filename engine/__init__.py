@@ -1,9 +1,9 @@
 """`import engine as ti`: a differentiable kernel language with Taichi's API."""
 from . import ad, dtypes
 from . import profiler
-from .errors import (USER_ERRORS, TaichiCompilationError, TaichiIndexError, TaichiInitError,
-                     TaichiNameError, TaichiRuntimeError, TaichiSyntaxError, TaichiTypeError,
-                     user_frames_only)
+from .errors import (TaichiCompilationError, TaichiIndexError, TaichiInitError, TaichiNameError,
+                     TaichiRuntimeError, TaichiSyntaxError, TaichiTypeError)
+from .errors import USER_ERRORS as _USER_ERRORS, user_frames_only as _user_frames_only
 from .fields import (ComponentField, Field, Ndarray, field, i, ij, ijk, ijkl, ik, j, jk, k, l,  # noqa: E741
                      ndarray, root)
 from .ad import Tape, clear_all_gradients
@@ -60,8 +60,8 @@ def init(arch=None, **kwargs):
     accepted (engine/options.py says which apply here), an unknown one is a TypeError."""
     try:
         _init(arch, **kwargs)
-    except USER_ERRORS as exc:
-        user_frames_only(exc)
+    except _USER_ERRORS as exc:
+        _user_frames_only(exc)
         raise
 
 
