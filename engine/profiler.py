@@ -7,12 +7,13 @@ kernels exactly as before. A launch's time is the wall-clock time of its native 
 forward-mode ones as 'name.fwd'. Native replays (a tape's backward pass, ti.capture)
 call each kernel in turn from Python while profiling, so each of their launches counts.
 """
+import array
 import time
 
 from . import runtime
 
 SUFFIXES = {'_grad': '.grad', '_nograd': '.grad', '_fwd': '.fwd'}   # build_native's suffixes
-TRACE_LIMIT = 1_000_000         # launches kept for the 'trace' mode
+TRACE_LIMIT = 1_000_000         # launches kept for the 'trace' mode (12 bytes each)
 
 
 class KernelProfilerQueryResult:
@@ -27,11 +28,13 @@ class KernelProfilerQueryResult:
 
 
 class Records:
-    """Per kernel name: [launches, total, min, max] seconds; and the launches in order."""
+    """Per kernel name: [launches, total, min, max] seconds; and the launches in order
+    (compactly: the index of the name in `names`, and the seconds)."""
 
     def __init__(self):
         self.stats = {}
-        self.trace = []
+        self.names = {}
+        self.trace_names, self.trace_seconds = array.array('i'), array.array('d')
 
     def add(self, name, seconds):
         entry = self.stats.get(name)
@@ -42,8 +45,14 @@ class Records:
             entry[1] += seconds
             entry[2] = min(entry[2], seconds)
             entry[3] = max(entry[3], seconds)
-        if len(self.trace) < TRACE_LIMIT:
-            self.trace.append((name, seconds))
+        if len(self.trace_seconds) < TRACE_LIMIT:
+            self.trace_names.append(self.names.setdefault(name, len(self.names)))
+            self.trace_seconds.append(seconds)
+
+    def trace(self):
+        """[(name, seconds)] of the launches kept, in order."""
+        names = list(self.names)
+        return [(names[k], s) for k, s in zip(self.trace_names, self.trace_seconds)]
 
 
 def records(prog=None):
@@ -131,7 +140,7 @@ def _count_table():
 
 
 def _trace_table():
-    trace = records().trace
+    trace = records().trace()
     lines = [f'Kernel profiler (trace): {len(trace)} launches'
              + (f' (the first {TRACE_LIMIT} are kept)' if len(trace) == TRACE_LIMIT else ''),
              f'{"#":>7} {"ms":>10}  kernel']
