@@ -1,7 +1,8 @@
 """`import engine as ti`: a differentiable kernel language with Taichi's API."""
-from . import ad, dtypes
-from .errors import (TaichiAssertionError, TaichiCompilationError, TaichiIndexError, TaichiNameError,
-                     TaichiRuntimeError, TaichiSyntaxError, TaichiTypeError)
+from . import ad, dtypes, profiler
+from .errors import (TaichiAssertionError, TaichiCompilationError, TaichiIndexError, TaichiInitError,
+                     TaichiNameError, TaichiRuntimeError, TaichiSyntaxError, TaichiTypeError)
+from .errors import USER_ERRORS as _USER_ERRORS, user_frames_only as _user_frames_only
 from .fields import (ComponentField, Field, Ndarray, field, i, ij, ijk, ijkl, ik, j, jk, k, l,  # noqa: E741
                      ndarray, root)
 from .ad import Tape, clear_all_gradients
@@ -9,7 +10,7 @@ from .frontend import (atomic_add, atomic_and, atomic_max, atomic_min, atomic_or
                        atomic_sub, atomic_xor, block_local, func, grouped, loop_config, ndrange,
                        static, static_assert, static_print, stop_grad, template)
 from .kernels import Kernel, NdarrayType, data_oriented, kernel
-from .linalg import polar_decompose, svd
+from .linalg import eig, polar_decompose, solve, svd, sym_eig
 from .math import (abs, acos, asin, atan2, bit_and, bit_or, bit_xor, cast, ceil, cos,
                    exp, floor, log, max, min, pow, random, randn, round, rsqrt, select, sin,
                    sqrt, tan, tanh)
@@ -29,6 +30,9 @@ arm64 = 'cpu'
 # Taichi's GPU backends: ti.init(arch=...) runs on the CPU with one warning until there is one here
 gpu, cuda, vulkan, metal, opengl, gles, dx11, dx12, amdgpu, cc = (
     'gpu', 'cuda', 'vulkan', 'metal', 'opengl', 'gles', 'dx11', 'dx12', 'amdgpu', 'cc')
+
+# Taichi's log levels (ti.init(log_level=ti.ERROR) silences the engine's warnings of ti.init)
+TRACE, DEBUG, INFO, WARN, ERROR, CRITICAL = 'trace', 'debug', 'info', 'warn', 'error', 'critical'
 
 
 class _Tools:
@@ -54,8 +58,13 @@ class MatrixField(metaclass=_FieldKind):
 
 
 def init(arch=None, **kwargs):
-    """Start a fresh program: drops all fields and compiled kernels."""
-    _init(arch, **kwargs)
+    """Start a fresh program: drops all fields and compiled kernels. Taichi's keywords are
+    accepted (engine/options.py says which apply here), an unknown one is a TypeError."""
+    try:
+        _init(arch, **kwargs)
+    except _USER_ERRORS as exc:
+        _user_frames_only(exc)
+        raise
 
 
 def reset():

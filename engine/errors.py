@@ -1,5 +1,7 @@
 """Errors raised for user programs, formatted like Python's own tracebacks."""
 import linecache
+import os
+import types
 
 
 class SourceLocation:
@@ -76,3 +78,42 @@ class TaichiZeroDivisionError(TaichiRuntimeError, ZeroDivisionError):
 
 class TaichiAssertionError(TaichiRuntimeError, AssertionError):
     """Debug mode: a run-time `assert` in a kernel failed."""
+
+
+class TaichiInitError(TypeError, KeyError):
+    """ti.init got a keyword it does not know: a TypeError, and a KeyError as in Taichi."""
+    __str__ = Exception.__str__         # not KeyError's quoting
+
+
+# --- tracebacks of errors a program causes ----------------------------------------
+# The public entry points (a kernel's launch, kernel.grad, a tape's backward pass,
+# ti.capture, ti.init) pass the errors below to `user_frames_only` before they re-raise
+# them: the traceback then ends at the program's own frames, as Taichi's does. Other
+# exceptions are engine bugs and keep every frame; so do all with ENGINE_FULL_TRACEBACK=1
+# or ti.init(print_full_traceback=True).
+USER_ERRORS = (TaichiCompilationError, TaichiRuntimeError, TaichiIndexError, TaichiInitError)
+ENGINE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def user_frames_only(exc):
+    """Drop the engine's frames from exc's traceback (re-raise it with a bare `raise`,
+    which keeps that traceback, from Python 3.11 on)."""
+    if getattr(exc, 'internal', False) or full_traceback():
+        return
+    kept = []
+    tb = exc.__traceback__
+    while tb is not None:
+        if not tb.tb_frame.f_code.co_filename.startswith(ENGINE_DIR):
+            kept.append(tb)
+        tb = tb.tb_next
+    trimmed = None
+    for tb in reversed(kept):
+        trimmed = types.TracebackType(trimmed, tb.tb_frame, tb.tb_lasti, tb.tb_lineno)
+    exc.__traceback__ = trimmed
+
+
+def full_traceback():
+    if os.environ.get('ENGINE_FULL_TRACEBACK', '0') not in ('', '0'):
+        return True
+    from . import runtime
+    return runtime.has_program() and runtime.program().config.print_full_traceback

@@ -9,7 +9,7 @@ from a code-generation bug (engine/codegen.py lowered right IR wrongly: it is ri
 Semantics follow engine/codegen.py statement by statement. Where Python's arithmetic
 differs from native code, the rules below follow the native code: IEEE results
 instead of exceptions (1/0, log(0), sqrt(-1)), modulo and floor division as codegen
-lowers them, min/max as `select(x < y, ...)`, f32 results rounded after every op,
+lowers them, min/max with a NaN operand losing, f32 results rounded after every op,
 integers wrapping at their width, integer division by zero dividing by 1.
 
 Deliberately stricter than native code, so that IR without a defined meaning fails
@@ -44,6 +44,7 @@ from .kernels import CompiledKernel, _as_array, _scalar_format
 
 class IRError(TaichiRuntimeError):
     """The IR does something that has no defined result in native code."""
+    internal = True         # an engine bug: its traceback keeps the engine's frames
 
 
 BREAK, CONTINUE, RETURN = 1, 2, 3    # what a statement returns to leave its block
@@ -138,20 +139,9 @@ def _round(x):      # llvm.round: half away from zero (ops.py's py rounds 0.4999
     return math.copysign(t, x)
 
 
-def _minnum(x, y):  # atomicrmw fmin/fmax (parallel loops): a NaN operand loses
-    return y if x != x else x if y != y else (x if x < y else y)
-
-
-def _maxnum(x, y):
-    return y if x != x else x if y != y else (y if x < y else x)
-
-
-def _min(x, y):     # codegen: select(x < y, x, y); Python's min differs for NaN and -0.0
-    return x if x < y else y
-
-
-def _max(x, y):
-    return y if x < y else x
+# codegen's min/max (ops._minmax): a NaN operand loses, as in the atomicrmw fmin/fmax of
+# parallel loops; Python's min differs for NaN and -0.0
+_min, _max = ops.py_min, ops.py_max
 
 
 def _same(x):
@@ -496,8 +486,6 @@ class _Compiler:
             raise TaichiTypeError(f'atomic_{kind} needs integer operands')
         if name not in ops.OPS:
             raise NotImplementedError(f'the IR interpreter does not know the atomic kind {kind!r}')
-        if dtype.is_float and self.in_task and not s.attrs.get('exclusive') and kind in ('min', 'max'):
-            return _minnum if kind == 'min' else _maxnum
         return scalar_fn(name, dtype, dtype)
 
     # --- fields and ndarrays ---------------------------------------------------------

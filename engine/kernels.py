@@ -17,12 +17,12 @@ import time
 
 import numpy as np
 
-from . import bounds, cache, codegen, cse, forward, jit, ops, printing, replay, reverse, rules, runtime, structs, tape
+from . import bounds, cache, codegen, cse, forward, jit, ops, printing, profiler, replay, reverse, rules, runtime, structs, tape
 from . import dtypes as T
-from .errors import SourceLocation, TaichiSyntaxError, TaichiTypeError
+from .errors import USER_ERRORS, SourceLocation, TaichiSyntaxError, TaichiTypeError, user_frames_only
 from .fields import Field, Ndarray
 from .frontend import FunctionSource, KernelBuilder, NdarrayArg, Template
-from .ir import verify, walk
+from .ir import format_block, verify, walk
 
 _symbol_ids = itertools.count()
 compile_count = 0   # kernels compiled by LLVM in this process (tests check laziness with it)
@@ -137,22 +137,26 @@ class Kernel:
 
     # --- launch ----------------------------------------------------------------
     def __call__(self, *args, **kwargs):
-        if kwargs:
-            args = self._bind(args, kwargs)
-        compiled = self.compiled(args)
-        launched = compiled if forward.active is None else compiled.with_tangents()
-        recorder = tape.recording
-        shadowed = recorder.check(self, compiled, args) if recorder is not None else None
-        if shadowed and launched is compiled:      # checks the rules inside this launch
-            launched = compiled.checked_build(shadowed)
-            result = compiled.launch_checked(args, shadowed)
-        else:
-            result = launched.launch(args)
-        if recorder is not None:
-            recorder.record(self, args, compiled, launched)
-        if replay.capturing is not None:
-            replay.capturing.add(self, args, compiled, launched)
-        return result
+        try:
+            if kwargs:
+                args = self._bind(args, kwargs)
+            compiled = self.compiled(args)
+            launched = compiled if forward.active is None else compiled.with_tangents()
+            recorder = tape.recording
+            shadowed = recorder.check(self, compiled, args) if recorder is not None else None
+            if shadowed and launched is compiled:      # checks the rules inside this launch
+                launched = compiled.checked_build(shadowed)
+                result = compiled.launch_checked(args, shadowed)
+            else:
+                result = launched.launch(args)
+            if recorder is not None:
+                recorder.record(self, args, compiled, launched)
+            if replay.capturing is not None:
+                replay.capturing.add(self, args, compiled, launched)
+            return result
+        except USER_ERRORS as exc:       # the traceback ends at the caller's frames
+            user_frames_only(exc)
+            raise
 
     def compiled(self, args):
         """The native code for these arguments, compiled on first use."""
@@ -231,12 +235,15 @@ def _build_native(kernel, body, layout, prog, suffix, shadow):
     start = time.perf_counter()
     if prog.config.debug:
         verify(body)
+    if prog.config.print_ir:        # ti.init(print_ir=True)
+        print(f'kernel {kernel.name}{suffix}:\n{format_block(body, 1)}')
     if prog.config.interpret:       # ti.init(interpret=True): no native code, no disk cache
         from .interpret import InterpretedKernel
-        return InterpretedKernel(kernel, layout, prog, body)
+        return profiler.instrument(InterpretedKernel(kernel, layout, prog, body), suffix)
     address = _load_or_compile(f'{kernel.name}{suffix}', body, layout, prog, shadow)
     compile_seconds += time.perf_counter() - start
-    return CompiledKernel(kernel, address, layout, prog, body, kernel.name + _DERIVED.get(suffix, ''))
+    return profiler.instrument(CompiledKernel(kernel, address, layout, prog, body,
+                                              kernel.name + _DERIVED.get(suffix, '')), suffix)
 
 
 # how errors name the kernels derived from a user's kernel
@@ -327,13 +334,17 @@ class AdjointKernel:
         self.kernel = kernel
 
     def __call__(self, *args, **kwargs):
-        kernel = self.kernel
-        if kwargs:
-            args = kernel._bind(args, kwargs)
-        primal = kernel.compiled(args)
-        if primal.program.config.ad_validation and primal.access_summary().violation:
-            raise primal.access_summary().violation
-        self._launch(primal, args)
+        try:
+            kernel = self.kernel
+            if kwargs:
+                args = kernel._bind(args, kwargs)
+            primal = kernel.compiled(args)
+            if primal.program.config.ad_validation and primal.access_summary().violation:
+                raise primal.access_summary().violation
+            self._launch(primal, args)
+        except USER_ERRORS as exc:
+            user_frames_only(exc)
+            raise
 
     def run(self, *args):
         """The adjoint launch without the rule check (a tape checked at recording, if asked)."""

@@ -12,7 +12,14 @@ and select, so it runs on Python floats (Python scope) and on IR values
 
 Conventions (Taichi's): U and V are rotations (det +1); singular values are in
 decreasing order and the last one carries the sign of det(A) when it is
-negative, so A = U @ S @ V.transpose() always holds with rotations.
+negative, so A = U @ S @ V.transpose() always holds with rotations. Taichi's 2x2
+SVD (through its polar decomposition) and its 3x3 one (McAdams et al.) both return
+this; it keeps U @ V^T the rotation of A's polar decomposition and S's product det(A),
+which corotated and MPM stress models rely on for inverted elements (a non-negative S
+would turn U @ V^T into a reflection there).
+
+`sym_eig` (2x2: closed form, 3x3: the Jacobi sweeps of the SVD) returns eigenvalues in
+decreasing order, eigenvectors as the columns of a rotation, as Taichi's does.
 """
 import math as _pymath
 
@@ -62,6 +69,71 @@ def svd(A, dt=None):
     """(U, S, V) with A = U @ S @ V.transpose(), U and V rotations, S diagonal."""
     A, cfg = _prepare(A, dt, 'svd')
     return _svd2(A, cfg) if A.n == 2 else _svd3(A, cfg)
+
+
+def sym_eig(A, dt=None):
+    """(eigenvalues, eigenvectors) of a symmetric 2x2 or 3x3 matrix: a vector of
+    eigenvalues in decreasing order, and a rotation whose columns are their unit
+    eigenvectors. A is read as (A + A^T) / 2, so its gradient comes out symmetric.
+    Differentiable where the eigenvalues are distinct."""
+    A, cfg = _prepare(A, dt, 'sym_eig')
+    A = (A + A.transpose()) * 0.5
+    if A.n == 2:
+        l1, l2, W = _sym_eig2(A.entries, cfg)
+        return Matrix._make((2,), [l1, l2]), W
+    return _sym_eig3(A, cfg)
+
+
+def eig(A, dt=None):
+    """Eigenvalues and right eigenvectors of a real 2x2 matrix in complex form (Taichi's
+    layout): a 2x2 matrix whose rows are the eigenvalues (real, imaginary), and a 4x2
+    matrix whose columns are unit eigenvectors (re, im of the first entry, re, im of the
+    second). Real eigenvalues come larger first; a complex pair, +imaginary first."""
+    A, cfg = _prepare(A, dt, 'eig')
+    if A.n != 2:
+        raise TaichiTypeError(f'eig supports 2x2 matrices, got shape {A.shape}')
+    a, b, c, d = A.entries
+    mean, half = (a + d) * 0.5, (a - d) * 0.5
+    disc = half * half + b * c                  # the eigenvalues are mean +- sqrt(disc)
+    real = disc >= 0
+    root = tm.sqrt(tm.abs(disc))
+    re, im = tm.select(real, root, 0.0), tm.select(real, 0.0, root)
+    values = Matrix._make((2, 2), [mean + re, im, mean - re, -im])
+    # (A - l2 I)(A - l1 I) = 0: the columns of A - l2 I lie along l1's eigenvector
+    v1 = _eigvector2(a, b, c, d, mean - re, -im, 0, cfg)
+    v2 = _eigvector2(a, b, c, d, mean + re, im, 1, cfg)
+    return values, Matrix._make((4, 2), [x for pair in zip(v1, v2) for x in pair])
+
+
+def _eigvector2(a, b, c, d, xr, xi, fallback, cfg):
+    """The larger column of A - (xr + i xi) I, normalized: [re0, im0, re1, im1]; the unit
+    vector e_fallback where both vanish (A is a multiple of I)."""
+    col0 = [a - xr, -xi, c, 0.0]
+    col1 = [b, 0.0, d - xr, -xi]
+    n0, n1 = _sum_of_squares(col0), _sum_of_squares(col1)
+    first = n0 >= n1
+    col = [tm.select(first, x, y) for x, y in zip(col0, col1)]
+    norm = tm.max(n0, n1)
+    ok = norm > cfg.tiny2
+    inv = tm.rsqrt(tm.select(ok, norm, 1.0))
+    unit = [1.0, 0.0, 0.0, 0.0] if fallback == 0 else [0.0, 0.0, 1.0, 0.0]
+    return [tm.select(ok, x * inv, u) for x, u in zip(col, unit)]
+
+
+def _sum_of_squares(xs):
+    total = xs[0] * xs[0]
+    for x in xs[1:]:
+        total = total + x * x
+    return total
+
+
+def solve(A, b, dt=None):
+    """x with A @ x = b, for a 2x2 or 3x3 A (through its inverse: differentiable)."""
+    A, _ = _prepare(A, dt, 'solve')
+    b = b if isinstance(b, Matrix) else Matrix(b)
+    if b.shape != (A.n,):
+        raise TaichiTypeError(f'solve: b must be a vector of {A.n} entries, got shape {b.shape}')
+    return A.inverse() @ b
 
 
 def _prepare(A, dt, what):
@@ -145,7 +217,14 @@ def _svd2(A, cfg):
     l1 = mean + r >= |l2|, and l2 < 0 exactly when det(A) < 0.
     """
     R, P = _polar2(A, cfg)
-    p00, p01, p10, p11 = P.entries
+    l1, l2, W = _sym_eig2(P.entries, cfg)
+    S = Matrix._make((2, 2), [l1, 0.0, 0.0, l2])
+    return R @ W, S, W
+
+
+def _sym_eig2(entries, cfg):
+    """(l1 >= l2, W): P = W diag(l1, l2) W^T for a symmetric 2x2 P, W a rotation."""
+    p00, p01, p10, p11 = entries
     mean = (p00 + p11) * 0.5
     # (cos 2t, sin 2t) of the eigenvector angle t, and the half spread r.
     c2, s2, r = _unit2((p00 - p11) * 0.5, (p01 + p10) * 0.5, cfg.tiny)
@@ -156,9 +235,26 @@ def _svd2(A, cfg):
     vy = tm.select(pos, s2, 1.0 - c2)
     inv = tm.rsqrt(vx * vx + vy * vy)
     c, s = vx * inv, vy * inv
-    W = Matrix._make((2, 2), [c, -s, s, c])
-    S = Matrix._make((2, 2), [mean + r, 0.0, 0.0, mean - r])
-    return R @ W, S, W
+    return mean + r, mean - r, Matrix._make((2, 2), [c, -s, s, c])
+
+
+def _sym_eig3(A, cfg):
+    """Jacobi sweeps on A itself (as `_svd3` does on A^T A), then the eigenvalues sorted
+    in decreasing order with V's columns (a swap negates one: V stays a rotation)."""
+    A, scale = _normalized(A, cfg)
+    S = [[A[i, j] for j in range(3)] for i in range(3)]
+    q = [1.0, 0.0, 0.0, 0.0]
+    for _ in range(cfg.sweeps):
+        for p, r, k in ((0, 1, 2), (1, 2, 0), (2, 0, 1)):
+            _jacobi_rotation(S, q, p, r, k, cfg)
+    V = _quat_to_rows(q)
+    w = [S[i][i] for i in range(3)]
+    for i, j in ((0, 1), (1, 2), (0, 1)):
+        swap = w[i] < w[j]
+        w[i], w[j] = tm.select(swap, w[j], w[i]), tm.select(swap, w[i], w[j])
+        for row in V:
+            row[i], row[j] = tm.select(swap, row[j], row[i]), tm.select(swap, -row[i], row[j])
+    return Matrix._make((3,), [x * scale for x in w]), _rows_matrix(V)
 
 
 # ----------------------------------------------------------------------------

@@ -176,7 +176,8 @@ class VectorType(tuple):
 
 
 class MatrixType(tuple):
-    """`ti.math.mat3`: a dtype, and a constructor from rows or n * m entries."""
+    """`ti.math.mat3`: a dtype, and a constructor from rows (vectors or lists), a list of
+    rows, or n * m entries."""
 
     def __call__(self, *entries):
         n, m = self[1], self[2]
@@ -204,6 +205,192 @@ def _flatten(entries):
     return flat
 
 
+def _flatten(items):
+    return [x for e in items for x in (e.entries if isinstance(e, Matrix) else
+                                       _flatten(e) if isinstance(e, (list, tuple)) else [e])]
+
+
 vec2, vec3, vec4 = (VectorType(('vector', n, float)) for n in (2, 3, 4))
 ivec2, ivec3, ivec4 = (VectorType(('vector', n, int)) for n in (2, 3, 4))
 mat2, mat3, mat4 = (MatrixType(('matrix', n, n, float)) for n in (2, 3, 4))
+
+
+# ----------------------------------------------------------------------------
+# The rest of Taichi's ti.math, composed of the primitives above (so differentiable)
+
+uvec2, uvec3, uvec4 = (VectorType(('vector', n, T.u32)) for n in (2, 3, 4))
+
+
+def _entrywise(fn):
+    def apply(x):
+        return x.map(apply) if isinstance(x, Matrix) else fn(x)
+    apply.__name__, apply.__doc__ = fn.__name__, fn.__doc__
+    return apply
+
+
+@_entrywise
+def degrees(x):
+    """Radians to degrees."""
+    return x * (180.0 / _pymath.pi)
+
+
+@_entrywise
+def radians(x):
+    """Degrees to radians."""
+    return x * (_pymath.pi / 180.0)
+
+
+@_entrywise
+def log2(x):
+    return log(x) / _pymath.log(2.0)
+
+
+@_entrywise
+def sign(x):
+    """1.0, -1.0 or 0.0 (also for NaN), as a float."""
+    return select(x > 0, 1.0, select(x < 0, -1.0, 0.0))
+
+
+def _as_float(x):
+    return cast(x, T.defaults.fp) if ops.is_value(x) and not x.dtype.is_float else x
+
+
+@_entrywise
+def isnan(x):
+    """1 where x is NaN, else 0 (an i32)."""
+    x = _as_float(x)
+    return ops.binary('ne', x, x) if ops.is_value(x) else int(x != x)
+
+
+@_entrywise
+def isinf(x):
+    """1 where x is +inf or -inf, else 0 (an i32)."""
+    x = _as_float(x)
+    return ops.binary('eq', abs(x), inf) if ops.is_value(x) else int(_pymath.isinf(x))
+
+
+def mod(x, y):
+    """x - y * floor(x / y): the result takes y's sign (GLSL's mod)."""
+    return x - y * floor(x / y)
+
+
+def eye(n):
+    return Matrix.identity(float, n)
+
+
+def determinant(m):
+    return m.determinant()
+
+
+def inverse(m):
+    return m.inverse()
+
+
+def refract(x, n, eta):
+    """The refracted direction of unit x at unit normal n (ratio of indices eta); zero
+    on total internal reflection. sqrt's argument is clamped so that the branch not
+    taken keeps a finite derivative."""
+    d = n.dot(x)
+    k = 1.0 - eta * eta * (1.0 - d * d)
+    bent = eta * x - (eta * d + sqrt(max(k, 0.0))) * n
+    return select(k >= 0.0, bent, 0.0 * x)
+
+
+def vdir(ang):
+    """The unit 2D vector at angle `ang`."""
+    return vec2(cos(ang), sin(ang))
+
+
+def rotation2d(ang):
+    """The 2x2 counter-clockwise rotation by `ang`."""
+    c, s = cos(ang), sin(ang)
+    return mat2([[c, -s], [s, c]])
+
+
+def _axis_rotation(axis, ang):
+    """The 3x3 rotation by `ang` about unit axis 0, 1 or 2 (x, y, z)."""
+    c, s = cos(ang), sin(ang)
+    i, j = (axis + 1) % 3, (axis + 2) % 3
+    rows = [[1.0 if r == q else 0.0 for q in range(3)] for r in range(3)]
+    rows[i][i], rows[i][j], rows[j][i], rows[j][j] = c, -s, s, c
+    return Matrix._make((3, 3), [x for row in rows for x in row])
+
+
+def _homogeneous(R, t=(0.0, 0.0, 0.0)):
+    """A 4x4 transform: the 3x3 block R and translation t."""
+    rows = [[R[r, 0], R[r, 1], R[r, 2], t[r]] for r in range(3)] + [[0.0, 0.0, 0.0, 1.0]]
+    return mat4(rows)
+
+
+def rot_yaw_pitch_roll(yaw, pitch, roll):
+    """Taichi's 4x4 rotation of Euler angles: the transpose of
+    Ry(yaw) @ Rx(pitch) @ Rz(roll), as Taichi computes it."""
+    R = _axis_rotation(1, yaw) @ _axis_rotation(0, pitch) @ _axis_rotation(2, roll)
+    return _homogeneous(R.transpose())
+
+
+def rotation3d(ang_x, ang_y, ang_z):
+    """Taichi's 4x4 rotation of angles about x, y and z: rot_yaw_pitch_roll(ang_z,
+    ang_x, ang_y), as Taichi defines it."""
+    return rot_yaw_pitch_roll(ang_z, ang_x, ang_y)
+
+
+def rot_by_axis(axis, ang):
+    """Taichi's 4x4 rotation about `axis` (normalized here): the transpose of Rodrigues'
+    rotation by `ang`, as Taichi computes it."""
+    a = axis.normalized()
+    K = Matrix._make((3, 3), [0.0, -a[2], a[1], a[2], 0.0, -a[0], -a[1], a[0], 0.0])
+    R = Matrix.identity(float, 3) + sin(ang) * K + (1.0 - cos(ang)) * (K @ K)
+    return _homogeneous(R.transpose())
+
+
+def translate(dx, dy, dz):
+    """The 4x4 translation by (dx, dy, dz)."""
+    return _homogeneous(Matrix.identity(float, 3), (dx, dy, dz))
+
+
+def scale(sx, sy, sz):
+    """The 4x4 scaling by (sx, sy, sz)."""
+    return _homogeneous(Matrix._make((3, 3), [sx, 0.0, 0.0, 0.0, sy, 0.0, 0.0, 0.0, sz]))
+
+
+# complex numbers as 2D vectors (re, im)
+
+def cmul(z, w):
+    return vec2(z[0] * w[0] - z[1] * w[1], z[0] * w[1] + z[1] * w[0])
+
+
+def cconj(z):
+    return vec2(z[0], -z[1])
+
+
+def cdiv(z, w):
+    return cmul(z, cconj(w)) / w.dot(w)
+
+
+def cinv(z):
+    return cconj(z) / z.dot(z)
+
+
+def cexp(z):
+    r = exp(z[0])
+    return vec2(r * cos(z[1]), r * sin(z[1]))
+
+
+def clog(z):
+    """The principal logarithm: (log |z|, arg z), arg in (-pi, pi]."""
+    return vec2(0.5 * log(z.dot(z)), atan2(z[1], z[0]))
+
+
+def cpow(z, n):
+    """z ** n for a real n: the principal branch; 0 at z = 0."""
+    r2 = z.dot(z)
+    nonzero = r2 > 0
+    a = atan2(z[1], z[0]) * n
+    m = pow(select(nonzero, r2, 1.0), 0.5 * n)
+    return select(nonzero, vec2(m * cos(a), m * sin(a)), vec2(0.0, 0.0))
+
+
+def csqrt(z):
+    """The square root with a non-negative real part; 0 at z = 0."""
+    return cpow(z, 0.5)

@@ -562,14 +562,36 @@ def _cmp(name):
 
 
 def _minmax(name):
+    """min keeps x where x < y, max where not; a NaN operand loses to a number (C's
+    fmin/fmax, LLVM's minnum/maxnum: Taichi's rule), and ties keep min's y, max's x."""
     def lower(b, a, ti, to):
         x, y = a
         if to.is_float:
-            less = b.fcmp_ordered('<', x, y)
+            loser = y if name == 'min' else x       # the operand a NaN makes lose
+            less = b.or_(b.fcmp_ordered('<', x, y), b.fcmp_unordered('uno', loser, loser))
         else:
             less = (b.icmp_signed if to.signed else b.icmp_unsigned)('<', x, y)
         return b.select(less, x, y) if name == 'min' else b.select(less, y, x)
     return lower
+
+
+def py_min(x, y):
+    """min on Python numbers, as kernels compute it (`_minmax`)."""
+    return x if x < y or y != y else y
+
+
+def py_max(x, y):
+    return y if x < y or x != x else x
+
+
+def _min_partials(a, out):
+    takes_x = binary('logical_or', a[0] < a[1], a[1] != a[1])
+    return [select(takes_x, 1.0, 0.0), select(takes_x, 0.0, 1.0)]
+
+
+def _max_partials(a, out):
+    takes_y = binary('logical_or', a[0] < a[1], a[0] != a[0])
+    return [select(takes_y, 0.0, 1.0), select(takes_y, 1.0, 0.0)]
 
 
 def _lower_abs(b, a, ti, to):
@@ -658,10 +680,9 @@ _def('mod', 2, 'same', _lower_mod, lambda a, b: a % b,
 _def('pow', 2, 'same', _lower_pow, lambda a, b: a ** b,
      lambda a, out: [a[1] * power(a[0], a[1] - 1),
                      select(a[0] > 0, out * unary('log', a[0]), 0.0)])
-_def('min', 2, 'same', _minmax('min'), builtins.min,
-     lambda a, out: [select(a[0] < a[1], 1.0, 0.0), select(a[0] < a[1], 0.0, 1.0)], guard='one_operand')
-_def('max', 2, 'same', _minmax('max'), builtins.max,
-     lambda a, out: [select(a[0] < a[1], 0.0, 1.0), select(a[0] < a[1], 1.0, 0.0)], guard='one_operand')
+# the gradient goes to the operand returned: never to a NaN that lost
+_def('min', 2, 'same', _minmax('min'), py_min, _min_partials, guard='one_operand')
+_def('max', 2, 'same', _minmax('max'), py_max, _max_partials, guard='one_operand')
 _def('atan2', 2, 'float', _math('atan2'), pymath.atan2,
      lambda a, out: [a[1] / (a[0] * a[0] + a[1] * a[1]), -a[0] / (a[0] * a[0] + a[1] * a[1])])
 for _name, _fn in (('lt', lambda a, b: a < b), ('le', lambda a, b: a <= b),

@@ -4,12 +4,13 @@ Kernels receive three pointers: the field table (one data address per field),
 their argument buffer, and the runtime buffer below (error reporting, the
 random-number launch counter, the print buffer of run-time prints).
 """
+import inspect
 import os
 import warnings
 
 import numpy as np
 
-from . import cache, threadpool
+from . import cache, options, threadpool
 from . import dtypes as T
 from .errors import (AutodiffRuleError, TaichiIndexError, TaichiNonFiniteError, TaichiRuntimeError,
                      TaichiZeroDivisionError)
@@ -45,11 +46,19 @@ class Config:
     def __init__(self, default_fp=T.f32, default_ip=T.i32, debug=False,
                  cpu_max_num_threads=None, random_seed=0, offline_cache=True,
                  offline_cache_file_path=None, native_replay=True, ad_validation=None,
-                 interpret=False, check_bounds=True, **ignored):
+                 interpret=False, check_bounds=None, kernel_profiler=False, check_out_of_bound=None,
+                 print_ir=False, log_level=None, print_full_traceback=False):
+        # the keywords Taichi's ti.init takes are in engine/options.py, which checks them
         self.default_fp = T.resolve(default_fp)
         self.default_ip = T.resolve(default_ip)
         self.debug = bool(debug)
+        if check_bounds is None:        # on unless Taichi's check_out_of_bound turns it off
+            check_bounds = True if check_out_of_bound is None else check_out_of_bound
         self.check_bounds = bool(check_bounds) or self.debug     # indices out of range raise IndexError
+        self.kernel_profiler = bool(kernel_profiler)    # engine/profiler.py
+        self.print_ir = bool(print_ir)
+        self.log_level = options.check_log_level(log_level)
+        self.print_full_traceback = bool(print_full_traceback)   # engine/errors.py: user_frames_only
         self.num_threads = int(cpu_max_num_threads or os.cpu_count() or 1)
         self.random_seed = int(random_seed)
         self.offline_cache = bool(offline_cache)
@@ -63,6 +72,9 @@ class Config:
             ad_validation = {'always': 'always', '0': False, 'off': False}.get(
                 os.environ.get('ENGINE_AD_VALIDATION', ''), True)
         self.ad_validation = 'always' if ad_validation == 'always' else bool(ad_validation)
+
+
+_KEYWORDS = tuple(inspect.signature(Config).parameters)
 
 
 class Program:
@@ -227,9 +239,10 @@ def program() -> Program:
 def init(arch=None, **kwargs):
     """`ti.init`: start a fresh program (all fields and compiled kernels are dropped)."""
     global _program
-    if arch not in (None, 'cpu'):
-        _warn_once('arch', f'ti.init(arch={arch}): there is no GPU backend yet; kernels run on the CPU')
+    arch, kwargs = options.resolve(arch, kwargs, _KEYWORDS)
     config = Config(**kwargs)
+    if arch not in (None, 'cpu') and config.log_level not in ('error', 'critical'):
+        _warn_once('arch', f'ti.init(arch={arch}): there is no GPU backend yet; kernels run on the CPU')
     T.defaults.fp, T.defaults.ip = config.default_fp, config.default_ip
     _program = Program(config)
     threadpool.install(config.num_threads)

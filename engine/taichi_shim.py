@@ -63,4 +63,18 @@ def run_script(script, args):
     except SystemExit as exit_:
         code = exit_.code
         return code if isinstance(code, int) else (0 if code is None else 1)
+    except Exception as exc:        # shown as `python script` shows it: from its frames on
+        from .errors import full_traceback
+        if not full_traceback():
+            exc.__traceback__ = _from_the_script(exc.__traceback__, os.path.abspath(script))
+        sys.excepthook(type(exc), exc, exc.__traceback__)
+        return 1
     return 0
+
+
+def _from_the_script(tb, script):
+    """The traceback without the frames of runpy and this module above the script's."""
+    start = tb
+    while start is not None and os.path.abspath(start.tb_frame.f_code.co_filename) != script:
+        start = start.tb_next
+    return start or tb

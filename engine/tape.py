@@ -7,6 +7,7 @@ returning to Python only for custom gradients (grad_replaced) and in forward mod
 import numpy as np
 
 from . import forward, replay, rules, runtime
+from .errors import USER_ERRORS, user_frames_only
 
 recording = None   # the Tape being recorded, if any
 
@@ -202,10 +203,14 @@ class Tape:
         recording = None
         runtime.write_observer = None
         if exc_type is None:
-            self.grad()
-            if self.grad_check:
-                from .gradcheck import check_tape
-                check_tape(self)
+            try:
+                self.grad()
+                if self.grad_check:
+                    from .gradcheck import check_tape
+                    check_tape(self)
+            except USER_ERRORS as error:     # the traceback ends at the `with` statement
+                user_frames_only(error)
+                raise
 
     def replay_forward(self, perturb=None):
         """Re-run the recorded launches from the state the tape started with (after
