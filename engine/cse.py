@@ -16,7 +16,8 @@ What is merged is exact:
   counts: loops repeat); `ti.func` arguments reach the body through such locals;
 - a `global_load` and an earlier one of the same target, component and indices in the same
   block, with no write in between that may touch the target. Writes to a field touch that
-  field only (fields own their storage); a write to an ndarray may touch any ndarray.
+  field only (fields own their storage); a write to an ndarray argument may touch anything
+  (another ndarray, or a field through its `.data`), and so may a field's write an ndarray.
   Reads in nested blocks never merge with reads outside: a loop may write between
   iterations. Another thread writing the element between the two reads is a data race
   in the user's program, whose result Taichi does not define either.
@@ -55,9 +56,11 @@ def _key(stmt):
     return stmt.op, stmt.dtype, tuple(a.id for a in stmt.args), attrs
 
 
-def _storage(target):
-    """What a write to `target` may touch: the field itself, or any ndarray (None)."""
-    return target if isinstance(target, Field) else None
+def _may_touch(written, read):
+    """Whether a write to `written` may change what a read of `read` sees. Fields own their
+    storage, but an ndarray argument may be any array: another ndarray, or a field's own
+    memory (`field.data`)."""
+    return written is read or not isinstance(written, Field) or not isinstance(read, Field)
 
 
 class _Merger:
@@ -108,10 +111,9 @@ class _Merger:
 
 
 def _forget_written(loads, stmt):
-    written = {_storage(s.attrs['target']) for s in [stmt, *_nested(stmt)] if s.op in _WRITES}
-    if not written:
-        return
-    for key in [k for k, load in loads.items() if _storage(load.attrs['target']) in written]:
+    written = {s.attrs['target'] for s in [stmt, *_nested(stmt)] if s.op in _WRITES}
+    for key in [k for k, load in loads.items()
+                if any(_may_touch(w, load.attrs['target']) for w in written)]:
         del loads[key]
 
 

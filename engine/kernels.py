@@ -207,7 +207,9 @@ class Kernel:
         builder.return_type = self.return_type
         with too_deep_for_the_compiler(self.name):
             body = builder.build(layout.bind_params)
-        if not prog.config.interpret:       # the interpreter, a second oracle, runs the IR as built
+        # The interpreter, a second oracle, runs the IR as built; so does debug mode, whose
+        # checks name the line of each statement (a merged one has its first line).
+        if not (prog.config.interpret or prog.config.debug):
             body = cse.merge_common(body)
         return build_native(self, body, layout, prog)
 

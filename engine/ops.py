@@ -308,6 +308,27 @@ def const(value, dtype):
     return emit('const', (), dtype, value=value)
 
 
+def convert_number(x, dtype):
+    """A Python number cast to `dtype` as a kernel casts a value: integers wrap around,
+    floats saturate into an integer type (NaN gives 0), and f32 rounds."""
+    if dtype.is_float:
+        with np.errstate(over='ignore'):
+            return float(np.float32(x)) if dtype.bits == 32 else float(x)
+    if isinstance(x, (float, np.floating)):
+        if pymath.isnan(x):
+            return 0
+        low, high = _int_range(dtype)
+        return int(max(low, min(high, x))) if pymath.isfinite(x) else (high if x > 0 else low)
+    low, _ = _int_range(dtype)
+    return (int(x) - low) % 2 ** dtype.bits + low
+
+
+def _int_range(dtype):
+    if dtype.signed:
+        return -2 ** (dtype.bits - 1), 2 ** (dtype.bits - 1) - 1
+    return 0, 2 ** dtype.bits - 1
+
+
 def dtype_of(x, partner=None):
     """The type of a value; a literal adapts to a typed partner (Taichi's rule)."""
     if is_value(x):
@@ -333,7 +354,9 @@ def cast(x, dtype):
     if not is_value(x):
         if not is_number(x):
             raise TaichiTypeError(f'cannot cast {type(x).__name__} to {dtype}')
-        return float(x) if dtype.is_float else int(x)
+        value = convert_number(x, dtype)
+        # in a kernel the result is typed: `a = ti.cast(0, ti.u8)` declares a u8 local
+        return value if current_builder() is None else const(value, dtype)
     if x.dtype is dtype:
         return x
     return emit('cast', [x], dtype)

@@ -431,3 +431,19 @@ def test_cast_to_something_that_is_not_a_type_is_a_clear_error():
 
     with pytest.raises(ti.TaichiTypeError, match="ti.cast: 'fast' is not a data type"):
         bad()
+
+
+def test_cast_of_a_python_number_in_a_kernel_is_typed_and_converted_like_a_value():
+    ti.init(arch=ti.cpu, default_fp=ti.f64)
+
+    @ti.kernel
+    def casts(t: ti.f64) -> ti.types.vector(6, ti.f64):
+        a = ti.cast(0, ti.u8)
+        a = 300                      # a is a u8 local: stored as 44
+        return ti.Vector([ti.cast(300, ti.u8), ti.cast(150 * 2, ti.u8), ti.cast(3e9, ti.i32),
+                          ti.cast(-1.0, ti.u8), (ti.cast(0.1, ti.f32) - t) * 1e9, a])
+
+    got = casts(0.1)
+    np.testing.assert_allclose(got.to_numpy(), [44, 44, 2147483647, 0,
+                                                (float(np.float32(0.1)) - 0.1) * 1e9, 44])
+    assert ti.cast(300, ti.u8) == 44 and ti.cast(float('nan'), ti.i32) == 0

@@ -135,3 +135,38 @@ def test_interpreter_runs_the_unmerged_ir():
     x[0] = 1.5
     assert k() == 3.0
     assert _ops(k).count('global_load') == 2
+
+
+def test_a_write_through_a_fields_data_as_an_ndarray_is_seen_by_its_reads(f64):
+    x = ti.field(float, shape=5)
+
+    @ti.kernel
+    def through_array(a: ti.types.ndarray()) -> ti.types.vector(2, float):
+        r1 = x[3]
+        a[3] = 4.0
+        return ti.Vector([r1, x[3]])
+
+    @ti.kernel
+    def through_field(a: ti.types.ndarray()) -> ti.types.vector(2, float):
+        r1 = a[3]
+        x[3] = 6.0
+        return ti.Vector([r1, a[3]])
+
+    x[3] = 1.0
+    assert list(through_array(x.data)) == [1.0, 4.0]
+    assert list(through_field(x.data)) == [4.0, 6.0]
+
+
+def test_debug_mode_names_the_line_of_each_repeated_expression():
+    ti.init(arch=ti.cpu, default_fp=ti.f64, debug=True)
+    x = ti.field(float, shape=1)
+    y = ti.field(float, shape=2)
+
+    @ti.kernel
+    def k():
+        y[0] = ti.select(x[0] > 0, ti.sqrt(x[0]), 0.0)
+        y[1] = ti.sqrt(x[0])  # the unguarded one
+
+    x[0] = -1.0
+    with pytest.raises(FloatingPointError, match='unguarded'):
+        k()
