@@ -11,10 +11,11 @@ from .frontend import (atomic_add, atomic_and, atomic_max, atomic_min, atomic_or
                        static, static_assert, static_print, stop_grad, template)
 from .kernels import Kernel, NdarrayType, data_oriented, kernel
 from .linalg import eig, polar_decompose, solve, svd, sym_eig
+from .math import assume_in_range, one, raw_div, raw_mod, zero
 from .math import (abs, acos, asin, atan2, bit_and, bit_or, bit_xor, cast, ceil, cos,
                    exp, floor, log, max, min, pow, random, randn, round, rsqrt, select, sin,
                    sqrt, tan, tanh)
-from .gui import GUI, VideoManager as _VideoManager, hex_to_rgb, rgb_to_hex
+from .gui import GUI, VideoManager as _VideoManager, hex_to_rgb, imread as _imread, imwrite as _imwrite, rgb_to_hex
 from .matrix import Matrix, Vector
 from .structs import Struct, StructType, dataclass
 from .fields import StructField
@@ -37,6 +38,7 @@ TRACE, DEBUG, INFO, WARN, ERROR, CRITICAL = 'trace', 'debug', 'info', 'warn', 'e
 
 class _Tools:
     VideoManager = _VideoManager
+    imwrite, imread = staticmethod(_imwrite), staticmethod(_imread)
 
 
 tools = _Tools()
@@ -104,3 +106,9 @@ class _Types:
 
 
 types = _Types()
+
+
+def __getattr__(name):
+    """Taichi's names this engine lacks fail with what they are (engine/unsupported.py)."""
+    from .unsupported import refuse
+    refuse(name)

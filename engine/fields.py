@@ -239,16 +239,31 @@ class Field:
         return index
 
     def __getitem__(self, index):
-        item = self.data[self._key(index)]
+        key = self._key(index)
         if self.element_shape:
-            return Matrix(item)
-        return item.item()
+            return FieldElement(self, key)
+        return self.data[key].item()
 
     def __setitem__(self, index, value):
         self._write(self._key(index), np.asarray(value) if isinstance(value, Matrix) else value)
 
     def copy_from(self, other):
         self._write(Ellipsis, other.data)
+
+
+class FieldElement(Matrix):
+    """A vector or matrix element read from Python scope (`v = x[i]`): a copy, except that
+    setting one of its entries (`x[i][0] = 1.0`, `x[None][d] -= lr * g`, as DiffTaichi's
+    programs update parameters) also writes that entry to the field, as Taichi does."""
+
+    def __init__(self, field, key):
+        super().__init__(field.data[key])
+        self._field, self._key = field, key
+
+    def __setitem__(self, index, value):
+        super().__setitem__(index, value)
+        entry = np.unravel_index(self._flat_index(index), self.shape)
+        self._field._write(self._key + tuple(int(i) for i in entry), value)
 
 
 def _observed_write(owner, array, index, values):

@@ -75,14 +75,7 @@ class GUI:
     def set_image(self, img):
         """An image indexed [x, y] (y up): (w, h) grey, (w, h, 3) RGB or (w, h, 4) RGBA,
         floats in [0, 1] or uint8; a field or ndarray is converted with to_numpy()."""
-        if hasattr(img, 'to_numpy'):
-            img = img.to_numpy()
-        img = np.asarray(img)
-        if img.dtype != np.uint8:
-            img = (np.clip(img.astype(np.float64), 0, 1) * 255).astype(np.uint8)
-        if img.ndim == 2:
-            img = np.repeat(img[:, :, None], 3, axis=2)
-        rows = np.ascontiguousarray(img[:, :, :3].transpose(1, 0, 2)[::-1])
+        rows = _rows_of(img)
         self._image = Image.fromarray(rows, 'RGB').resize(self.res)
         self._draw = ImageDraw.Draw(self._image)
 
@@ -169,6 +162,43 @@ class GUI:
         self.running = False
 
 
+def _rows_of(img, channels=3):
+    """An image indexed [x, y] with y up ((w, h) grey, (w, h, 3) RGB or (w, h, 4) RGBA;
+    floats in [0, 1] or uint8; a field or ndarray) as uint8 rows, top row first, with
+    `channels` channels (3, or None to keep the image's own)."""
+    if hasattr(img, 'to_numpy'):
+        img = img.to_numpy()
+    img = np.asarray(img)
+    if img.dtype != np.uint8:
+        img = (np.clip(img.astype(np.float64), 0, 1) * 255).astype(np.uint8)
+    if img.ndim == 2:
+        img = img[:, :, None] if channels is None else np.repeat(img[:, :, None], channels, axis=2)
+    img = img if channels is None else img[:, :, :channels]
+    rows = img.transpose(1, 0, 2)[::-1]
+    return np.ascontiguousarray(rows[:, :, 0] if rows.shape[2] == 1 else rows)
+
+
+def imwrite(img, filename):
+    """`ti.tools.imwrite`: an image indexed [x, y] (y up), as `GUI.set_image` takes it, to
+    a file whose extension names the format (grey, RGB or RGBA as the image has)."""
+    folder = os.path.dirname(filename)
+    if folder:
+        os.makedirs(folder, exist_ok=True)
+    Image.fromarray(_rows_of(img, channels=None)).save(filename)
+
+
+def imread(filename, channels=0):
+    """`ti.tools.imread`: a file as a uint8 array indexed [x, y] (y up), (w, h, c); `channels`
+    1, 3 or 4 converts it (0 keeps the file's)."""
+    image = Image.open(filename)
+    if channels:
+        image = image.convert({1: 'L', 3: 'RGB', 4: 'RGBA'}[channels])
+    rows = np.asarray(image)
+    if rows.ndim == 2:
+        rows = rows[:, :, None]
+    return np.ascontiguousarray(rows[::-1].transpose(1, 0, 2))
+
+
 class VideoManager:
     """Frames in, a video out: `write_frame(img)` takes an image as GUI.set_image does (or a
     frame from `gui.get_image()`); `make_video(gif=True, mp4=True)` writes video.gif and
@@ -184,14 +214,7 @@ class VideoManager:
         os.makedirs(output_dir, exist_ok=True)
 
     def write_frame(self, img):
-        if hasattr(img, 'to_numpy'):
-            img = img.to_numpy()
-        img = np.asarray(img)
-        if img.dtype != np.uint8:
-            img = (np.clip(img, 0, 1) * 255).astype(np.uint8)
-        if img.ndim == 2:
-            img = np.repeat(img[:, :, None], 3, axis=2)
-        frame = np.ascontiguousarray(img[:, :, :3].transpose(1, 0, 2)[::-1])
+        frame = _rows_of(img)
         self.frames.append(self.post_processor(frame) if self.post_processor else frame)
 
     def write_frames(self, images):

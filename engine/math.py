@@ -394,3 +394,47 @@ def cpow(z, n):
 def csqrt(z):
     """The square root with a non-negative real part; 0 at z = 0."""
     return cpow(z, 0.5)
+
+
+# --- C's division and remainder, Taichi's ti.raw_div / ti.raw_mod --------------------
+def _is_int(x):
+    return x.dtype.is_int if ops.is_value(x) else ops.is_integer(x)
+
+
+def raw_div(a, b):
+    """C's a / b: integers truncate toward zero (`//` floors, as Python's does); floats divide."""
+    if not (_is_int(a) and _is_int(b)):
+        return a / b
+    q = a // b
+    inexact = (a - q * b) != 0
+    return q + select(inexact & ((a < 0) != (b < 0)), 1, 0) if ops.is_value(inexact) else \
+        q + (1 if inexact and (a < 0) != (b < 0) else 0)
+
+
+def raw_mod(a, b):
+    """C's remainder: it takes a's sign (`%` takes b's, as Python's does); fmod for floats."""
+    if _is_int(a) and _is_int(b):
+        return a - raw_div(a, b) * b
+    q = a / b
+    return a - b * select(q < 0, ceil(q), floor(q))
+
+
+def zero(x):
+    """A zero of x's type and shape."""
+    return _constant_like(x, 0)
+
+
+def one(x):
+    """A one of x's type and shape."""
+    return _constant_like(x, 1)
+
+
+def _constant_like(x, c):
+    if isinstance(x, Matrix):
+        return x.map(lambda e: _constant_like(e, c))
+    return ops.as_value(c, x.dtype) if ops.is_value(x) else type(x)(c)
+
+
+def assume_in_range(val, base, low, high):
+    """A hint for Taichi's GPU shared-memory caches; the value passes unchanged."""
+    return val

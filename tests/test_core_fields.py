@@ -611,3 +611,19 @@ def test_root_place_mixed_dtypes_together():
     np.testing.assert_array_equal(e.to_numpy(), ((n.astype(np.uint64) << np.uint64(40)) + np.uint64(7)) * np.uint64(2))
     b[4] = -128
     assert b[4] == -128 and a[4] == 12.0 and c[4] == 2.0
+
+
+def test_setting_an_entry_of_an_element_read_from_python_writes_it_to_the_field():
+    x = ti.Vector.field(2, ti.f64, shape=())
+    m = ti.Matrix.field(2, 2, ti.f64, shape=3)
+    S = ti.types.struct(v=ti.math.vec2, a=float)
+    s = S.field(shape=2)
+    x[None] = [0.1, 0.5]
+    x[None][1] -= 0.25                # DiffTaichi's billiards updates its parameters so
+    m[1][0, 1] = 7.0
+    s[1].v[0] = 3.0
+    copy = x[None] * 2                # arithmetic gives plain values
+    copy[0] = 9.0
+    assert x[None].to_list() == [0.1, 0.25]
+    assert m[1].to_list() == [[0.0, 7.0], [0.0, 0.0]]
+    assert s.v[1].to_list() == [3.0, 0.0]

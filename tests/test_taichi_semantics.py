@@ -508,3 +508,34 @@ def test_debug_mode_index_errors_for_ndarrays_and_components(interpret):
     with pytest.raises(IndexError, match='component index 3'):
         component(3)
     ti.init()
+
+
+def test_raw_div_and_raw_mod_truncate_as_c_does_where_floordiv_and_mod_floor():
+    ti.init(arch=ti.cpu, default_fp=ti.f64)
+
+    @ti.kernel
+    def k(a: ti.i32, b: ti.i32, x: ti.f64, y: ti.f64) -> ti.types.vector(7, ti.f64):
+        return ti.Vector([ti.raw_div(a, b), ti.raw_mod(a, b), a // b, a % b, ti.raw_mod(x, y),
+                          ti.raw_div(x, y), ti.zero(x) + ti.one(a)])
+
+    assert k(-7, 2, -7.5, 2.0).to_list() == [-3, -1, -4, 1, -1.5, -3.75, 1]
+    assert k(7, -2, 7.5, -2.0).to_list() == [-3, 1, -4, -1, 1.5, -3.75, 1]
+    assert (ti.raw_div(-7, 2), ti.raw_mod(-7, 2), ti.raw_div(6, 3)) == (-3, -1, 2)
+
+
+def test_taichi_names_the_engine_lacks_say_what_they_are():
+    with pytest.raises(AttributeError, match='ti.ui is not supported by this engine: GGUI'):
+        ti.ui.Window('x', (4, 4))
+    with pytest.raises(AttributeError, match="no attribute 'no_such_name'"):
+        ti.no_such_name
+    assert not hasattr(ti, 'f16')
+
+
+def test_tools_imwrite_and_imread_keep_taichis_x_first_y_up_order(tmp_path):
+    img = np.zeros((6, 4, 3), np.uint8)       # 6 wide, 4 high
+    img[5, 3] = (255, 0, 0)                   # the top right pixel
+    ti.tools.imwrite(img, str(tmp_path / 'a.png'))
+    back = ti.tools.imread(str(tmp_path / 'a.png'))
+    assert back.shape == (6, 4, 3) and (back == img).all()
+    grey = ti.tools.imread(str(tmp_path / 'a.png'), channels=1)
+    assert grey.shape == (6, 4, 1) and grey[5, 3, 0] > 0 and grey[0, 0, 0] == 0
