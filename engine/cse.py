@@ -75,39 +75,34 @@ class _Merger:
         for stmt in block.stmts:
             stmt.args = [self.same.get(a, a) for a in stmt.args]
             if stmt.blocks():
-                changed = _locals_written(stmt)
-                for cell in changed:
+                for cell in _locals_written(stmt):
                     local.pop(cell, None)
                 for inner in stmt.blocks():
                     self.block(inner, pure, local)
-            if stmt.op == 'local_load':
-                known = local.get(stmt.args[0])
-                if known is not None and known.dtype == stmt.dtype:
-                    self.same[stmt] = known
-                    continue
-                local[stmt.args[0]] = stmt
-            elif stmt.op == 'local_store':
-                local[stmt.args[0]] = stmt.args[1]
-            elif stmt.op == 'local_atomic':
-                local.pop(stmt.args[0], None)
-            elif _is_pure(stmt):
-                key = _key(stmt)
-                first = pure.get(key)
-                if first is not None:
-                    self.same[stmt] = first
-                    continue
-                pure[key] = stmt
-            elif stmt.op == 'global_load':
-                key = _key(stmt)
-                first = loads.get(key)
-                if first is not None:
-                    self.same[stmt] = first
-                    continue
-                loads[key] = stmt
-            else:
-                _forget_written(loads, stmt)
-            kept.append(stmt)
+            if not self.merged(stmt, pure, loads, local):
+                kept.append(stmt)
         block.stmts[:] = kept
+
+    def merged(self, stmt, pure, loads, local):
+        """Whether stmt merges into an earlier statement; if not, records what it makes known."""
+        if stmt.op == 'local_load':
+            known = local.get(stmt.args[0])
+            if known is not None and known.dtype == stmt.dtype:
+                self.same[stmt] = known
+                return True
+            local[stmt.args[0]] = stmt
+        elif stmt.op == 'local_store':
+            local[stmt.args[0]] = stmt.args[1]
+        elif stmt.op == 'local_atomic':
+            local.pop(stmt.args[0], None)
+        elif _is_pure(stmt) or stmt.op == 'global_load':
+            first = (pure if _is_pure(stmt) else loads).setdefault(_key(stmt), stmt)
+            if first is not stmt:
+                self.same[stmt] = first
+                return True
+        else:
+            _forget_written(loads, stmt)
+        return False
 
 
 def _forget_written(loads, stmt):
