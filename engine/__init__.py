@@ -1,7 +1,8 @@
 """`import engine as ti`: a differentiable kernel language with Taichi's API."""
 from . import ad, dtypes, profiler
 from .errors import (TaichiAssertionError, TaichiCompilationError, TaichiIndexError, TaichiInitError,
-                     TaichiNameError, TaichiRuntimeError, TaichiSyntaxError, TaichiTypeError)
+                     TaichiNameError, TaichiNotImplementedError, TaichiRuntimeError, TaichiSyntaxError,
+                     TaichiTypeError)
 from .errors import USER_ERRORS as _USER_ERRORS, user_frames_only as _user_frames_only
 from .fields import (ComponentField, Field, Ndarray, field, i, ij, ijk, ijkl, ik, j, jk, k, l,  # noqa: E741
                      ndarray, root)

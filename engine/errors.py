@@ -1,6 +1,7 @@
 """Errors raised for user programs, formatted like Python's own tracebacks."""
 import linecache
 import os
+import sys
 import types
 
 
@@ -64,6 +65,11 @@ class TaichiRuntimeError(RuntimeError):
     pass
 
 
+class TaichiNotImplementedError(TaichiRuntimeError, NotImplementedError):
+    """A Taichi feature this engine lacks, refused where going on would compute something
+    else than Taichi does."""
+
+
 class TaichiIndexError(IndexError):
     """An out-of-range field index caught in debug mode."""
 
@@ -110,6 +116,15 @@ def user_frames_only(exc):
     for tb in reversed(kept):
         trimmed = types.TracebackType(trimmed, tb.tb_frame, tb.tb_lasti, tb.tb_lineno)
     exc.__traceback__ = trimmed
+
+
+def user_line():
+    """`file:line` of the innermost frame outside the engine: the program's line that
+    called into it (for messages about Python-scope calls)."""
+    frame = sys._getframe(1)
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(ENGINE_DIR):
+        frame = frame.f_back
+    return '<unknown>' if frame is None else f'{frame.f_code.co_filename}:{frame.f_lineno}'
 
 
 def full_traceback():

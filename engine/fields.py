@@ -15,7 +15,7 @@ import numpy as np
 
 from . import replay, runtime, structs
 from . import dtypes as T
-from .errors import TaichiRuntimeError
+from .errors import TaichiNotImplementedError, TaichiRuntimeError, user_line
 from .matrix import Matrix, Vector
 
 
@@ -350,11 +350,16 @@ class SNode:
             extents[axis] = extents.get(axis, 1) * n
         return SNode(extents)
 
-    def bitmasked(self, axes, shape):
-        return self.dense(axes, shape)
-
+    # Sparse SNodes track which cells are active; this engine does not, and allocating them
+    # densely would make struct-fors visit inactive cells: refused rather than wrong.
     def pointer(self, axes, shape):
-        return self.dense(axes, shape)
+        raise _sparse_refusal('pointer')
+
+    def bitmasked(self, axes, shape):
+        raise _sparse_refusal('bitmasked')
+
+    def dynamic(self, axis, shape, chunk_size=None):
+        raise _sparse_refusal('dynamic')
 
     @property
     def shape(self):
@@ -385,6 +390,13 @@ class SNode:
     def lazy_dual(self):
         """Allocate .dual for every float field placed so far."""
         runtime.program().allocate_duals(roles=('primal',))
+
+
+def _sparse_refusal(kind):
+    return TaichiNotImplementedError(
+        f'{kind}(...) at {user_line()}: sparse SNodes (pointer, bitmasked, dynamic) are not '
+        f'supported by this engine, which does not track which cells are active; use dense(...) '
+        f'where every cell is meant to exist (docs/taichi_programs.md, "Not there yet")')
 
 
 class _Root(SNode):

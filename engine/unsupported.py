@@ -2,7 +2,7 @@
 that says what the feature is and that it is missing, instead of Python's bare "module has
 no attribute". docs/taichi_programs.md lists the same names."""
 
-SPARSE = 'sparse and dynamic data structures (pointer/bitmasked/dynamic SNodes are dense here)'
+SPARSE = 'sparse data structures (pointer, bitmasked and dynamic SNodes are refused too)'
 MISSING = {
     'ui': 'GGUI (ti.ui.Window, Canvas, Scene); ti.GUI is here and draws off screen',
     'graph': 'compute graphs (ti.graph)',
