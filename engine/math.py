@@ -6,6 +6,8 @@ and on matrices (entry by entry).
 import math as _pymath
 import random as _pyrandom
 
+import numpy as np
+
 from . import ops
 from . import dtypes as T
 from .errors import TaichiTypeError
@@ -171,8 +173,7 @@ class VectorType(tuple):
         flat = [x for e in entries for x in (e.entries if isinstance(e, Matrix) else [e])]
         if len(flat) != n:
             raise TaichiTypeError(f'vec{n} takes {n} entries, got {len(flat)}')
-        dtype = T.resolve(self[2])
-        return Matrix._make((n,), [cast(x, dtype) if ops.is_value(x) else x for x in flat])
+        return Matrix._make((n,), _typed_entries(flat, self[2]))
 
 
 class MatrixType(tuple):
@@ -186,8 +187,17 @@ class MatrixType(tuple):
             flat = flat * (n * m)
         if len(flat) != n * m:
             raise TaichiTypeError(f'a {n}x{m} matrix takes {n * m} entries, got {len(flat)}')
-        dtype = T.resolve(self[3])
-        return Matrix._make((n, m), [cast(x, dtype) if ops.is_value(x) else x for x in flat])
+        return Matrix._make((n, m), _typed_entries(flat, self[3]))
+
+
+def _typed_entries(entries, dtype):
+    """Entries of a vector or matrix type: values are cast to its dtype; Python numbers
+    take its kind (`vec3(1, 2, 3)` holds floats) and stay exact numbers, which fold."""
+    dtype = T.resolve(dtype)
+    number = float if dtype.is_float else lambda x: ops.convert_number(x, dtype)
+    return [cast(x, dtype) if ops.is_value(x) else
+            number(x) if isinstance(x, (int, float, np.number)) and not isinstance(x, bool) else x
+            for x in entries]
 
 
 def _flatten(entries):

@@ -23,24 +23,26 @@ class Matrix:
 
     def __init__(self, data, dt=None):
         if isinstance(data, Matrix):
-            self.shape, self.entries = data.shape, list(data.entries)
+            shape, entries = data.shape, list(data.entries)
         elif isinstance(data, np.ndarray):
-            self.shape, self.entries = data.shape, [x.item() for x in data.ravel()]
+            shape, entries = data.shape, [x.item() for x in data.ravel()]
         elif len(data) and isinstance(data[0], (list, tuple, Matrix, np.ndarray)):
             rows = [list(r.entries) if isinstance(r, Matrix) else list(r) for r in data]
             if any(len(r) != len(rows[0]) for r in rows):
                 raise TaichiTypeError('matrix rows must all have the same length')
-            self.shape = (len(rows), len(rows[0]))
-            self.entries = [x for r in rows for x in r]
+            shape, entries = (len(rows), len(rows[0])), [x for r in rows for x in r]
         else:
-            self.shape, self.entries = (len(data),), list(data)
+            shape, entries = (len(data),), list(data)
         if dt is not None:
-            self.entries = [ops.cast(x, dt) for x in self.entries]
+            entries = [ops.cast(x, dt) for x in entries]
+        state = self.__dict__       # written directly: past the swizzle setter
+        state['shape'], state['entries'] = tuple(shape), entries
 
     @classmethod
     def _make(cls, shape, entries):
         m = object.__new__(Matrix)
-        m.shape, m.entries = tuple(shape), list(entries)
+        state = m.__dict__          # written directly: past the swizzle setter
+        state['shape'], state['entries'] = tuple(shape), list(entries)
         return m
 
     # --- shape and access -------------------------------------------------
@@ -119,14 +121,36 @@ class Matrix:
     def __repr__(self):
         return f'Matrix({self.to_list() if all(not ops.is_value(e) for e in self.entries) else self.entries})'
 
-    @property
-    def x(self): return self.entries[0]
-    @property
-    def y(self): return self.entries[1]
-    @property
-    def z(self): return self.entries[2]
-    @property
-    def w(self): return self.entries[3]
+    # --- swizzles: v.x, v.zyx, v.rgb, v.xxx; v.x = 1, v.xy = (1, 2) -----------------------
+    # Kernels reach them too (the frontend loads a vector as a Matrix of values), so they
+    # differentiate as any entry does.
+    def __getattr__(self, name):        # only for names that are no attribute
+        picks = _swizzle(name)
+        if picks is None or 'entries' not in self.__dict__:
+            raise AttributeError(f"'{type(self).__name__}' object has no attribute {name!r}")
+        self._check_swizzle(name, picks)
+        if len(picks) == 1:
+            return self.entries[picks[0]]
+        return Matrix._make((len(picks),), [self.entries[k] for k in picks])
+
+    def __setattr__(self, name, value):
+        picks = _swizzle(name)
+        if picks is None:
+            return object.__setattr__(self, name, value)
+        self._check_swizzle(name, picks)
+        values = [value] if len(picks) == 1 else list(value.entries if isinstance(value, Matrix) else value)
+        if len(values) != len(picks) or len(set(picks)) != len(picks):
+            raise TaichiTypeError(f'v.{name} = ... needs {len(picks)} values for {len(picks)} distinct '
+                                  f'entries, got {len(values)}')
+        for k, v in zip(picks, values):
+            self[k] = v                 # through __setitem__: a field element writes the field
+
+    def _check_swizzle(self, name, picks):
+        if self.ndim != 1:
+            raise AttributeError(f'.{name}: swizzles name entries of vectors, not of a {self.shape} matrix')
+        if max(picks) >= self.n:
+            raise AttributeError(f'.{name}: a {self.n}-vector has no entry {_letters(name)[max(picks)]!r} '
+                                 f'(its entries are {", ".join(_letters(name)[:self.n])})')
 
     def map(self, fn):
         return Matrix._make(self.shape, [fn(e) for e in self.entries])
@@ -219,6 +243,14 @@ class Matrix:
 
     def sum(self):
         return _sum(self.entries)
+
+    def any(self):
+        """1 if some entry is non-zero, else 0."""
+        return _reduce('bit_or', _nonzero(self.entries))
+
+    def all(self):
+        """1 if every entry is non-zero, else 0."""
+        return _reduce('bit_and', _nonzero(self.entries))
 
     def max(self):
         return _reduce('max', self.entries)
@@ -328,6 +360,30 @@ class Vector(Matrix):
     def unit(n, i, dt=None):
         v = Matrix._make((n,), [1 if k == i else 0 for k in range(n)])
         return v.cast(dt) if dt is not None else v
+
+
+_SWIZZLE_GROUPS = ('xyzw', 'rgba', 'stpq')
+
+
+def _swizzle(name):
+    """The entries a swizzle picks (`zyx` -> (2, 1, 0)), or None for any other name: up
+    to four letters, all of one group."""
+    if not 1 <= len(name) <= 4:
+        return None
+    for group in _SWIZZLE_GROUPS:
+        if all(c in group for c in name):
+            return tuple(group.index(c) for c in name)
+    return None
+
+
+def _letters(name):
+    return next(g for g in _SWIZZLE_GROUPS if name[0] in g)
+
+
+def _nonzero(entries):
+    """1 or 0 per entry (i32 values in a kernel)."""
+    flags = [ops.binary('ne', e, 0) for e in entries]
+    return [f if ops.is_value(f) else int(f) for f in flags]
 
 
 def _is_zero(x):

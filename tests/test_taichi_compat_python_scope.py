@@ -17,3 +17,54 @@ def test_sparse_snodes_are_refused_naming_the_line(build):
     with pytest.raises(ti.TaichiNotImplementedError, match=r'test_taichi_compat_python_scope.py:\d+: sparse'):
         build()
     assert issubclass(ti.TaichiNotImplementedError, (ti.TaichiRuntimeError, NotImplementedError))
+
+
+# --- Python-scope element writes, swizzles, any/all ----------------------------------------
+
+def test_swizzle_setters_write_through_field_elements():
+    v = ti.Vector.field(3, ti.f32, shape=2)
+    v[0].x = 1
+    v[1].zy = [4, 5]
+    v[1].y += 1
+    assert v.to_numpy().tolist() == [[1, 0, 0], [0, 6, 4]]
+    a = ti.Vector([1.0, 2.0, 3.0])
+    a.x, a.b = 5, 9
+    assert a.to_list() == [5, 2, 9]
+
+
+def test_swizzles_read_in_python_scope_and_refuse_missing_entries():
+    a = ti.math.vec3(1, 2, 3)
+    assert a.to_list() == [1.0, 2.0, 3.0] and isinstance(a[0], float)
+    assert (a.zyx.to_list(), a.rgb.to_list(), a.xxx.to_list(), a.ts.to_list()) == \
+        ([3, 2, 1], [1, 2, 3], [1, 1, 1], [2, 1])
+    with pytest.raises(AttributeError, match="3-vector has no entry 'w'"):
+        a.w
+    with pytest.raises(AttributeError, match='swizzles name entries of vectors'):
+        ti.Matrix([[1, 2], [3, 4]]).x
+    assert not hasattr(a, 'grad')
+
+
+def test_swizzles_in_a_kernel_differentiate():
+    x = ti.Vector.field(3, ti.f32, shape=(), needs_grad=True)
+    y = ti.field(ti.f32, shape=(), needs_grad=True)
+
+    @ti.kernel
+    def f():
+        b = x[None].zxy * ti.Vector([1.0, 2.0, 3.0])
+        y[None] = b.x + b.yz.dot(ti.Vector([10.0, 100.0])) + x[None].rg.sum()
+
+    x[None] = [1, 2, 3]
+    with ti.ad.Tape(y):
+        f()
+    assert y[None] == 3 + 20 + 600 + 3
+    assert x.grad.to_numpy().tolist() == [21, 301, 1]
+
+
+def test_matrix_any_and_all_in_python_scope_and_kernels():
+    @ti.kernel
+    def k() -> ti.types.vector(4, ti.i32):
+        a = ti.math.vec3(1, 2, 3)
+        return ti.Vector([(a > 2.5).any(), (a > 0.5).all(), (a < 0).any(), (a < 2.5).all()])
+
+    assert k().to_list() == [1, 1, 0, 0]
+    assert (ti.Vector([0, 0.5]).any(), ti.Vector([0, 0.5]).all()) == (1, 0)
