@@ -472,6 +472,31 @@ class StructField:
         return members[name]
 
     @property
+    def grad(self):
+        """The members' gradients as a struct field (`s.grad.a` is `s.a.grad`); integer
+        members have none and are left out. None if no member has one."""
+        return self._companion('grad')
+
+    @property
+    def dual(self):
+        return self._companion('dual')
+
+    def _companion(self, role):
+        views = self.__dict__.setdefault('_companions', {})     # one object per role: kernels see it as one global
+        if role not in views:
+            members = {key: getattr(m, role) for key, m in self.members.items()}
+            members = {key: m for key, m in members.items() if m is not None}
+            views[role] = StructField._of_members(self, role, members) if members else None
+        return views[role]
+
+    @classmethod
+    def _of_members(cls, primal, role, members):
+        view = object.__new__(cls)
+        view.struct_type = structs.StructType({key: primal.struct_type.members[key] for key in members})
+        view.name, view.members = f'{primal.name}.{role}', members
+        return view
+
+    @property
     def keys(self):
         return list(self.members)
 

@@ -68,3 +68,28 @@ def test_matrix_any_and_all_in_python_scope_and_kernels():
 
     assert k().to_list() == [1, 1, 0, 0]
     assert (ti.Vector([0, 0.5]).any(), ti.Vector([0, 0.5]).all()) == (1, 0)
+
+
+# --- a struct field's gradient and dual -----------------------------------------------------
+
+def test_struct_field_grad_is_a_struct_field_of_the_members_gradients():
+    inner = ti.types.struct(p=ti.f32, q=ti.math.vec2)
+    s = ti.types.struct(a=ti.f32, n=ti.i32, inner=inner).field(shape=2, needs_grad=True)
+    loss = ti.field(ti.f32, shape=(), needs_grad=True)
+
+    @ti.kernel
+    def f():
+        for i in s:
+            loss[None] += s[i].a * 3 + s[i].inner.q.dot(ti.Vector([1.0, 2.0])) + s[i].n
+
+    @ti.kernel
+    def read() -> ti.f32:
+        return s.grad.a[0] + s.grad[1].inner.q.y
+
+    with ti.ad.Tape(loss):
+        f()
+    assert s.grad.keys == ['a', 'inner'] and s.grad is s.grad      # integers have no gradient
+    assert s.grad.a.to_numpy().tolist() == [3, 3]
+    assert s.grad.inner.q.to_numpy().tolist() == [[1, 2], [1, 2]]
+    assert read() == 5
+    assert s.dual.a is s.a.dual and s.grad.dual.inner.p is s.inner.p.grad.dual
