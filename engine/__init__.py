@@ -4,27 +4,33 @@ from .errors import (TaichiAssertionError, TaichiCompilationError, TaichiIndexEr
                      TaichiNameError, TaichiNotImplementedError, TaichiRuntimeError, TaichiSyntaxError,
                      TaichiTypeError)
 from .errors import USER_ERRORS as _USER_ERRORS, user_frames_only as _user_frames_only
-from .fields import (ComponentField, Field, Ndarray, field, i, ij, ijk, ijkl, ik, j, jk, k, l,  # noqa: E741
-                     ndarray, root)
+from .fields import (ComponentField, Field, Layout, Ndarray, axes, field, i, ij, ijk, ijkl, ik, j, jk, k,
+                     l, ndarray, root)  # noqa: E741
 from .ad import Tape, clear_all_gradients
 from .frontend import (atomic_add, atomic_and, atomic_max, atomic_min, atomic_or,
                        atomic_sub, atomic_xor, block_local, func, grouped, loop_config, ndrange,
                        static, static_assert, static_print, stop_grad, template)
 from .kernels import Kernel, NdarrayType, data_oriented, kernel
 from .linalg import eig, polar_decompose, solve, svd, sym_eig
-from .math import assume_in_range, one, raw_div, raw_mod, zero
+from .math import assume_in_range, bit_shr, one, raw_div, raw_mod, zero
 from .math import (abs, acos, asin, atan2, bit_and, bit_or, bit_xor, cast, ceil, cos,
                    exp, floor, log, max, min, pow, random, randn, round, rsqrt, select, sin,
                    sqrt, tan, tanh)
-from .gui import GUI, VideoManager as _VideoManager, hex_to_rgb, imread as _imread, imwrite as _imwrite, rgb_to_hex
+from .gui import GUI, hex_to_rgb, rgb_to_hex
+from . import tools, types
+from .pyfunc import pyfunc
 from .matrix import Matrix, Vector
 from .structs import Struct, StructType, dataclass
 from .fields import StructField
-from .math import MatrixType as _MatrixType, VectorType as _VectorType
 from .replay import CaptureError, capture
 from .runtime import init as _init, reset as _reset
-from .dtypes import (f32, f64, float32, float64, i8, i16, i32, i64, int32, int64, u8,
-                    u16, u32, u64, uint8)
+from .dtypes import (f32, f64, float32, float64, i8, i16, i32, i64, int8, int16, int32, int64, u8,
+                     u16, u32, u64, uint8, uint16, uint32, uint64)
+from .runtime import set_logging_level
+
+# The Taichi release whose API the engine follows (programs compare it with a tuple, as
+# Taichi's is); the engine's own version is its package's (pyproject.toml).
+__version__ = (1, 7, 4)
 
 cpu = 'cpu'
 x64 = 'cpu'
@@ -35,14 +41,6 @@ gpu, cuda, vulkan, metal, opengl, gles, dx11, dx12, amdgpu, cc = (
 
 # Taichi's log levels (ti.init(log_level=ti.ERROR) silences the engine's warnings of ti.init)
 TRACE, DEBUG, INFO, WARN, ERROR, CRITICAL = 'trace', 'debug', 'info', 'warn', 'error', 'critical'
-
-
-class _Tools:
-    VideoManager = _VideoManager
-    imwrite, imread = staticmethod(_imwrite), staticmethod(_imread)
-
-
-tools = _Tools()
 
 
 class _FieldKind(type):
@@ -85,28 +83,28 @@ def clear_cache(path=None):
     return cache.clear(path)
 
 
-class _Types:
-    ndarray = NdarrayType
-    template = staticmethod(template)
-    f32, f64, i32, i64 = f32, f64, i32, i64
-    i8, i16, u8, u16, u32, u64 = i8, i16, u8, u16, u32, u64
-
-    @staticmethod
-    def vector(n, dtype=float):
-        """A vector type: a field, ndarray, argument or return dtype, and a constructor."""
-        return _VectorType(('vector', n, dtype))
-
-    @staticmethod
-    def matrix(n, m, dtype=float):
-        return _MatrixType(('matrix', n, m, dtype))
-
-    @staticmethod
-    def struct(**members):
-        """`ti.types.struct(a=ti.f32, v=ti.math.vec3)`: a struct type (engine/structs.py)."""
-        return StructType(members)
+class extension:
+    """Taichi's optional features, for ti.is_extension_supported(arch, ti.extension.X)."""
+    sparse, quant, quant_basic, mesh, data64 = 'sparse', 'quant', 'quant_basic', 'mesh', 'data64'
+    adstack, bls, assertion, extfunc, dynamic_index = 'adstack', 'bls', 'assertion', 'extfunc', 'dynamic_index'
 
 
-types = _Types()
+_EXTENSIONS = {
+    extension.data64: True,             # f64, i64, u64
+    extension.adstack: True,            # reverse mode through loops that update locals
+    extension.assertion: True,          # `assert` in kernels, checked in debug mode
+    extension.dynamic_index: True,      # run-time indices into vectors and matrices
+    extension.sparse: False, extension.quant: False, extension.quant_basic: False, extension.mesh: False,
+    extension.bls: False,               # ti.block_local is accepted and changes nothing
+    extension.extfunc: False,
+}
+
+
+def is_extension_supported(arch, ext):
+    """Every arch runs on the CPU here, so the answer depends on the extension alone."""
+    if ext not in _EXTENSIONS:
+        raise ValueError(f'is_extension_supported: {ext!r} is not one of ti.extension\'s names')
+    return _EXTENSIONS[ext]
 
 
 def __getattr__(name):

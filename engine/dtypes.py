@@ -42,7 +42,9 @@ u8 = DataType('u8', np.uint8, False, 8, signed=False)
 u16 = DataType('u16', np.uint16, False, 16, signed=False)
 u32 = DataType('u32', np.uint32, False, 32, signed=False)
 u64 = DataType('u64', np.uint64, False, 64, signed=False)
-float32, float64, int32, int64, uint8 = f32, f64, i32, i64, u8
+float32, float64 = f32, f64
+int8, int16, int32, int64 = i8, i16, i32, i64
+uint8, uint16, uint32, uint64 = u8, u16, u32, u64
 
 ALL = (f32, f64, i8, i16, i32, i64, u8, u16, u32, u64)
 _BY_NUMPY = {t.np: t for t in ALL}

@@ -295,12 +295,30 @@ def field(dtype, shape=None, name=None, offset=None, needs_grad=False, needs_dua
     return Field(dtype, (), shape, name or _guess_name(), needs_grad, needs_dual)
 
 
-def vector_field(n, dtype, shape=None, name=None, needs_grad=False, needs_dual=False, **_):
+class Layout:
+    """Taichi's layouts of vector and matrix fields: entries of an element together (AOS)
+    or each entry in an array of its own (SOA). Accepted: a field here is one array of
+    shape + element shape whatever the layout, and no result depends on it."""
+    AOS, SOA = 'aos', 'soa'
+
+
+def vector_field(n, dtype, shape=None, name=None, needs_grad=False, needs_dual=False, layout=Layout.AOS,
+                 offset=None, **_):
+    _check_layout(layout, offset)
     return Field(dtype, (n,), shape, name or _guess_name(), needs_grad, needs_dual)
 
 
-def matrix_field(n, m, dtype, shape=None, name=None, needs_grad=False, needs_dual=False, **_):
+def matrix_field(n, m, dtype, shape=None, name=None, needs_grad=False, needs_dual=False, layout=Layout.AOS,
+                 offset=None, **_):
+    _check_layout(layout, offset)
     return Field(dtype, (n, m), shape, name or _guess_name(), needs_grad, needs_dual)
+
+
+def _check_layout(layout, offset):
+    if layout not in (Layout.AOS, Layout.SOA):
+        raise ValueError(f'layout must be ti.Layout.AOS or ti.Layout.SOA, got {layout!r}')
+    if offset is not None:
+        raise TaichiRuntimeError('field offsets are not supported')
 
 
 class ComponentField:
@@ -327,6 +345,11 @@ class ComponentField:
 class Axis:
     def __init__(self, *dims):
         self.dims = dims
+
+
+def axes(*dims):
+    """`ti.axes(0, 1)` is `ti.ij`."""
+    return Axis(*dims)
 
 
 i, j, k, l = Axis(0), Axis(1), Axis(2), Axis(3)  # noqa: E741

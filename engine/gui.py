@@ -7,6 +7,7 @@ without a display (`gui.running` stays True, there are no events).
 `ti.tools.VideoManager` collects frames and writes a video (imageio; MP4 needs
 imageio-ffmpeg, GIF does not)."""
 import os
+import warnings
 
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
@@ -197,6 +198,31 @@ def imread(filename, channels=0):
     if rows.ndim == 2:
         rows = rows[:, :, None]
     return np.ascontiguousarray(rows[::-1].transpose(1, 0, 2))
+
+
+def imresize(img, w, h=None):
+    """`ti.tools.imresize`: an image indexed [x, y] resized to w x h (h = w if not given) by
+    taking the nearest pixel; its dtype and channels are kept."""
+    img = np.asarray(img.to_numpy() if hasattr(img, 'to_numpy') else img)
+    h = w if h is None else h
+    xs, ys = np.arange(w) * img.shape[0] // w, np.arange(h) * img.shape[1] // h
+    return img[xs][:, ys]
+
+
+_warned = set()
+
+
+def _warn_once(key, message):
+    if key not in _warned:
+        _warned.add(key)
+        warnings.warn(message, RuntimeWarning, stacklevel=3)
+
+
+def imshow(img, title='imshow'):
+    """`ti.tools.imshow`: off screen there is no window, so nothing is shown (a warning
+    says so, once); ti.tools.imwrite writes the image to a file instead."""
+    _warn_once('imshow', 'ti.tools.imshow shows nothing: the engine opens no windows '
+                         '(ti.tools.imwrite writes the image to a file)')
 
 
 class VideoManager:

@@ -411,6 +411,18 @@ def _is_int(x):
     return x.dtype.is_int if ops.is_value(x) else ops.is_integer(x)
 
 
+def bit_shr(x, n):
+    """Logical shift right: the bits of x shifted as its unsigned reinterpretation, so
+    zeros come in from the left (`>>` shifts signed integers arithmetically)."""
+    if isinstance(x, Matrix) or isinstance(n, Matrix):
+        return _zip2(bit_shr, x, n)
+    dtype = ops.dtype_of(x)
+    if dtype.is_float:
+        raise TaichiTypeError(f'ti.bit_shr needs an integer, got {dtype}')
+    unsigned = T.from_numpy(f'u{dtype.bits // 8}')
+    return ops.cast(ops.binary('shr', ops.cast(x, unsigned), ops.cast(n, unsigned)), dtype)
+
+
 def raw_div(a, b):
     """C's a / b: integers truncate toward zero (`//` floors, as Python's does); floats divide."""
     if not (_is_int(a) and _is_int(b)):

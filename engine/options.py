@@ -112,7 +112,7 @@ def _parse(text):
         return text
 
 
-def check_log_level(level):
+def check_log_level(level, what='ti.init: log_level'):
     if level is not None and str(level).lower() not in LOG_LEVELS:
-        raise TaichiInitError(f'ti.init: log_level must be one of {", ".join(LOG_LEVELS)}, got {level!r}')
+        raise TaichiInitError(f'{what} must be one of {", ".join(LOG_LEVELS)}, got {level!r}')
     return None if level is None else str(level).lower()

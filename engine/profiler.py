@@ -146,3 +146,16 @@ def _trace_table():
              f'{"#":>7} {"ms":>10}  kernel']
     lines += [f'{k:7d} {seconds * 1e3:10.4f}  {name}' for k, (name, seconds) in enumerate(trace)]
     return '\n'.join(lines)
+
+
+def print_scoped_profiler_info():
+    """Taichi's scoped profiler times its compiler's phases; the engine has none to report."""
+    print('There is no scoped profiler here: ti.profiler.print_kernel_profiler_info() reports '
+          'kernel launches (with ti.init(kernel_profiler=True)).')
+
+
+def print_memory_profiler_info():
+    """The memory the current program's fields hold (gradients and duals included)."""
+    placed = [f for f in runtime.program().fields if f.placed]
+    nbytes = sum(f._data.nbytes for f in placed)
+    print(f'Memory profiler: {len(placed)} fields placed, {nbytes / 2 ** 20:.3f} MiB in all')

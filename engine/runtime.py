@@ -241,12 +241,22 @@ def init(arch=None, **kwargs):
     global _program
     arch, kwargs = options.resolve(arch, kwargs, _KEYWORDS)
     config = Config(**kwargs)
-    if arch not in (None, 'cpu') and config.log_level not in ('error', 'critical'):
+    if arch not in (None, 'cpu') and (config.log_level or _logging_level) not in ('error', 'critical'):
         _warn_once('arch', f'ti.init(arch={arch}): there is no GPU backend yet; kernels run on the CPU')
     T.defaults.fp, T.defaults.ip = config.default_fp, config.default_ip
     _program = Program(config)
     threadpool.install(config.num_threads)
     return _program
+
+
+_logging_level = None       # ti.set_logging_level's; ti.init's log_level goes first
+
+
+def set_logging_level(level):
+    """`ti.set_logging_level(ti.ERROR)`: 'error' or 'critical' silence the engine's warnings
+    of ti.init for the programs started after it, as ti.init(log_level=...) does for one."""
+    global _logging_level
+    _logging_level = options.check_log_level(level, 'ti.set_logging_level: the level')
 
 
 _warned = set()

@@ -16,7 +16,7 @@ class _TaichiAlias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
             return None
         real = 'engine' + fullname[len('taichi'):]
         if importlib.util.find_spec(real) is None:
-            return None
+            return _refuse_missing(fullname)
         return importlib.util.spec_from_loader(fullname, self, origin=real)
 
     def create_module(self, spec):
@@ -27,6 +27,17 @@ class _TaichiAlias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
     def exec_module(self, module):
         module.__spec__ = self.specs[module.__name__]
+
+
+def _refuse_missing(fullname):
+    """`import taichi.ui` of a Taichi module the engine lacks: an ImportError saying what it
+    is (engine/unsupported.py); other unknown names are left to the import system."""
+    from .unsupported import MISSING
+    parts = fullname.split('.')
+    if len(parts) > 1 and parts[1] in MISSING:
+        raise ModuleNotFoundError(f'{fullname} is not supported by this engine: {MISSING[parts[1]]} '
+                                  f'(docs/taichi_programs.md lists what is missing)', name=fullname)
+    return None
 
 
 def install():

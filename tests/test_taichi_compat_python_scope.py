@@ -1,6 +1,9 @@
 """Taichi's Python-scope API as Taichi 1.7 documents it: layouts, field and vector
 elements, swizzles, struct gradients, names and submodules, field helpers, the GUI's
 drawing calls and the VideoManager's frames. Features the engine lacks fail saying so."""
+import subprocess
+import sys
+
 import pytest
 
 import engine as ti
@@ -93,3 +96,94 @@ def test_struct_field_grad_is_a_struct_field_of_the_members_gradients():
     assert s.grad.inner.q.to_numpy().tolist() == [[1, 2], [1, 2]]
     assert read() == 5
     assert s.dual.a is s.a.dual and s.grad.dual.inner.p is s.inner.p.grad.dual
+
+
+# --- names: Taichi's simple ones are here, the rest fail saying what they are -------------
+
+def test_logging_level_version_and_extensions():
+    ti.set_logging_level(ti.WARN)
+    with pytest.raises(TypeError, match='set_logging_level'):
+        ti.set_logging_level('loud')
+    assert ti.__version__ >= (1, 7, 0) and len(ti.__version__) == 3
+    assert ti.is_extension_supported(ti.cuda, ti.extension.data64)
+    assert not ti.is_extension_supported(ti.cpu, ti.extension.sparse)
+
+
+def test_bit_shr_shifts_logically_in_both_scopes():
+    @ti.kernel
+    def shr(x: ti.i32, n: ti.i32) -> ti.i32:
+        return ti.bit_shr(x, n)
+
+    @ti.kernel
+    def shr8(x: ti.i8) -> ti.i8:
+        return ti.bit_shr(x, 4)
+
+    assert (shr(-1, 28), shr(-16, 2), shr(64, 3), shr8(-1)) == (15, 2 ** 30 - 4, 8, 15)
+    assert (ti.bit_shr(-1, 28), ti.bit_shr(ti.Vector([-1, 8]), 1).to_list()) == (15, [2 ** 31 - 1, 4])
+
+
+def test_pyfunc_runs_in_python_and_inlines_in_kernels():
+    @ti.pyfunc
+    def sq(x):
+        return x * x
+
+    @ti.data_oriented
+    class Scaled:
+        @ti.pyfunc
+        def twice(self, x):
+            return 2 * x
+
+        @ti.kernel
+        def run(self, x: ti.f32) -> ti.f32:
+            return self.twice(sq(x))
+
+    @ti.kernel
+    def k(x: ti.f32) -> ti.f32:
+        return sq(x) + 1
+
+    assert (sq(3), k(3.0), Scaled().twice(4), Scaled().run(3.0)) == (9, 10.0, 8, 18.0)
+
+
+def test_layout_axes_and_type_aliases():
+    v = ti.Vector.field(2, ti.f32, shape=3, layout=ti.Layout.SOA)
+    a = ti.field(ti.f32)
+    ti.root.dense(ti.axes(0, 1), (2, 3)).place(a)
+    assert (v.shape, a.shape) == ((3,), (2, 3))
+    assert (ti.types.float32, ti.types.int32, ti.types.uint16, ti.int8) == (ti.f32, ti.i32, ti.u16, ti.i8)
+
+
+def test_profiler_and_tools_extras(capsys, tmp_path):
+    ti.profiler.print_scoped_profiler_info()
+    assert 'no scoped profiler' in capsys.readouterr().out
+    with pytest.warns(RuntimeWarning, match='imshow shows nothing'):
+        ti.tools.imshow([[0.5]])
+    import numpy as np
+    assert ti.tools.imresize(np.arange(6).reshape(2, 3), 4, 6)[3].tolist() == [3, 3, 4, 4, 5, 5]
+
+
+@pytest.mark.parametrize('namespace, name, words', [(ti, 'BitpackedFields', 'quantized'),
+                                                    (ti, 'lang', 'internals'),
+                                                    (ti.types, 'quant', 'quantized'),
+                                                    (ti.types, 'argpack', 'argument packs')])
+def test_names_the_engine_lacks_say_what_they_are(namespace, name, words):
+    with pytest.raises(AttributeError, match=f'not supported by this engine: .*{words}'):
+        getattr(namespace, name)
+
+
+def test_types_and_tools_are_submodules():
+    import engine.tools
+    import engine.types
+    from engine.types import ndarray, template, vector  # noqa: F401
+    assert engine.types is ti.types and engine.tools is ti.tools
+    assert vector(2, ti.f32)(1, 2).to_list() == [1.0, 2.0]
+
+
+def test_taichi_submodules_import_under_engine_run(tmp_path):
+    script = tmp_path / 'imports.py'
+    script.write_text('from taichi.types import ndarray\nfrom taichi.tools import VideoManager\n'
+                      'import taichi.tools\nimport taichi.ui\n')
+    done = subprocess.run([sys.executable, '-m', 'engine', 'run', str(script)], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 1
+    assert 'ModuleNotFoundError: taichi.ui is not supported by this engine: GGUI' in done.stderr
+    assert 'line 4' in done.stderr

@@ -1,0 +1,28 @@
+"""`ti.types`, also a module (`from taichi.types import ndarray, template`): the types of
+kernel signatures, fields and ndarrays, and Taichi's names of the scalar types."""
+from .dtypes import (f32, f64, float32, float64, i8, i16, i32, i64, int8, int16, int32, int64,  # noqa: F401
+                     u8, u16, u32, u64, uint8, uint16, uint32, uint64)
+from .frontend import template  # noqa: F401
+from .kernels import NdarrayType as ndarray  # noqa: F401
+from .math import MatrixType, VectorType
+from .structs import StructType
+
+
+def vector(n, dtype=float):
+    """A vector type: a field, ndarray, argument or return dtype, and a constructor."""
+    return VectorType(('vector', n, dtype))
+
+
+def matrix(n, m, dtype=float):
+    return MatrixType(('matrix', n, m, dtype))
+
+
+def struct(**members):
+    """`ti.types.struct(a=ti.f32, v=ti.math.vec3)`: a struct type (engine/structs.py)."""
+    return StructType(members)
+
+
+def __getattr__(name):
+    """Taichi's types this engine lacks fail saying what they are (engine/unsupported.py)."""
+    from .unsupported import refuse
+    refuse(name, 'ti.types')
