@@ -13,7 +13,7 @@ import sys
 
 import numpy as np
 
-from . import replay, runtime, structs
+from . import ops, replay, runtime, structs
 from . import dtypes as T
 from .errors import TaichiNotImplementedError, TaichiRuntimeError, user_line
 from .matrix import Matrix, Vector
@@ -202,10 +202,18 @@ class Field:
     def __repr__(self):
         return f'<{self.name}: {self.dtype} field, shape {self.shape}, element {self.element_shape}>'
 
+    def __str__(self):
+        """`print(x)` shows the values, as Taichi's does; in a kernel being built (whose
+        text is fixed when it compiles) the field's description."""
+        return str(self.to_numpy()) if self.placed and ops.current_builder() is None else repr(self)
+
     # --- Python-scope access ----------------------------------------------------
-    def to_numpy(self, dtype=None):
+    def to_numpy(self, dtype=None, keep_dims=False):
+        """A copy of the values, of shape + element shape, in `dtype` (numpy's or ti.f64...)
+        if given; `keep_dims=True` gives a vector field's elements as n x 1 matrices."""
         self.ensure_placed()
-        return self.data.copy() if dtype is None else self.data.astype(dtype)
+        array = self.data.copy() if dtype is None else self.data.astype(getattr(dtype, 'np', dtype))
+        return array[..., None] if keep_dims and len(self.element_shape) == 1 else array
 
     def from_numpy(self, array):
         self.ensure_placed()
@@ -446,11 +454,18 @@ class Ndarray:
     def to_numpy(self):
         return self.data.copy()
 
+    def __str__(self):
+        return str(self.data) if ops.current_builder() is None else repr(self)
+
     def from_numpy(self, array):
         array = np.asarray(array)
         if array.shape != self.data.shape:
             raise ValueError(f'from_numpy: ndarray has shape {self.data.shape}, the array has shape {array.shape}')
         self._write(Ellipsis, array)
+
+    def copy_from(self, other):
+        """The values of another ndarray of the same shape."""
+        self.from_numpy(other.data)
 
     def fill(self, value):
         self._write(Ellipsis, value)
@@ -544,6 +559,9 @@ class StructField:
 
     def __repr__(self):
         return f'<{self.name}: field of {self.struct_type!r}, shape {self.shape}>'
+
+    def __str__(self):
+        return str(self.to_numpy()) if self.placed and ops.current_builder() is None else repr(self)
 
     # --- Python-scope access ----------------------------------------------------
     def __getitem__(self, index):

@@ -162,7 +162,22 @@ def reflect(x, n):
     return x - 2.0 * n.dot(x) * n
 
 
-class VectorType(tuple):
+class _FieldsOfType:
+    """`vec3.field(shape=4)`, `mat2.ndarray(shape)`: fields and ndarrays of the type."""
+
+    def field(self, shape=None, name=None, **options):
+        from . import fields
+        name = name or fields._guess_name()
+        if self[0] == 'vector':
+            return fields.vector_field(self[1], self[2], shape, name, **options)
+        return fields.matrix_field(self[1], self[2], self[3], shape, name, **options)
+
+    def ndarray(self, shape, needs_grad=False):
+        from . import fields
+        return fields.ndarray(self, shape, needs_grad)
+
+
+class VectorType(_FieldsOfType, tuple):
     """`ti.math.vec3` (= ti.types.vector(3, float)): a dtype for fields and ndarrays, and a
     constructor: `vec3(1, 2, 3)`, `vec3(0)` (every entry)."""
 
@@ -176,7 +191,7 @@ class VectorType(tuple):
         return Matrix._make((n,), _typed_entries(flat, self[2]))
 
 
-class MatrixType(tuple):
+class MatrixType(_FieldsOfType, tuple):
     """`ti.math.mat3`: a dtype, and a constructor from rows (vectors or lists), a list of
     rows, or n * m entries."""
 

@@ -187,3 +187,40 @@ def test_taichi_submodules_import_under_engine_run(tmp_path):
     assert done.returncode == 1
     assert 'ModuleNotFoundError: taichi.ui is not supported by this engine: GGUI' in done.stderr
     assert 'line 4' in done.stderr
+
+
+# --- fields and ndarrays: Taichi's helpers ------------------------------------------------
+
+def test_to_numpy_takes_dtype_and_keep_dims():
+    import numpy as np
+    v = ti.Vector.field(3, ti.f32, shape=4)
+    m = ti.Matrix.field(2, 2, ti.f32, shape=4)
+    assert v.to_numpy(dtype=np.float64).dtype == np.float64 and v.to_numpy(dtype=ti.f64).dtype == np.float64
+    assert (v.to_numpy(keep_dims=True).shape, v.to_numpy().shape, m.to_numpy(keep_dims=True).shape) == \
+        ((4, 3, 1), (4, 3), (4, 2, 2))
+
+
+def test_fields_and_ndarrays_of_vector_and_matrix_types():
+    b = ti.math.vec3.field(shape=4, needs_grad=True)
+    c = ti.types.matrix(2, 3, float).field(shape=2, layout=ti.Layout.SOA)
+    n = ti.math.vec2.ndarray(5)
+    assert (b.name, b.shape, b.element_shape, b.grad.placed) == ('b', (4,), (3,), True)
+    assert (c.shape, c.element_shape, n.shape, n.element_shape) == ((2,), (2, 3), (5,), (2,))
+    with pytest.raises(ti.TaichiRuntimeError, match='offsets'):
+        ti.Vector.field(2, ti.f32, shape=4, offset=(-2,))
+
+
+def test_ndarray_copy_from_and_printing_fields_shows_values(capsys):
+    a, b = ti.ndarray(ti.f32, 3), ti.ndarray(ti.f32, 3)
+    a.fill(2)
+    b.copy_from(a)
+    x = ti.field(ti.i32, shape=3)
+    x.fill(7)
+
+    @ti.kernel
+    def show():
+        print(x)        # a kernel's text is fixed when it compiles: the description, not values
+
+    print(b, x)
+    show()
+    assert capsys.readouterr().out == '[2. 2. 2.] [7 7 7]\n<x: i32 field, shape (3,), element ()>\n'
