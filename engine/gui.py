@@ -4,8 +4,9 @@ in [0, 1]) and `show(filename)` writes the frame as an image file; without a fil
 only starts the next frame. No window is ever opened, so a program runs the same with or
 without a display (`gui.running` stays True, there are no events).
 
-`ti.tools.VideoManager` collects frames and writes a video (imageio; MP4 needs
+`ti.tools.VideoManager` writes frames as images and a video of them (imageio; MP4 needs
 imageio-ffmpeg, GIF does not)."""
+import importlib.util
 import os
 import warnings
 
@@ -113,8 +114,58 @@ class GUI:
             self.line(a, b, r, c)
 
     def arrow(self, orig, direction, radius=1, color=0xFFFFFF):
-        tip = (orig[0] + direction[0], orig[1] + direction[1])
-        self.line(orig, tip, radius, color)
+        """A line from `orig` to `orig + direction` with a head of two strokes at the tip."""
+        (x0, y0), (dx, dy) = (np.asarray(_array(v), dtype=np.float64).reshape(2) for v in (orig, direction))
+        w, h = self.res
+        tip = np.array([(x0 + dx) * w, (1 - y0 - dy) * h])
+        back = -np.array([dx * w, -dy * h])                  # in pixels, from the tip backwards
+        length = np.hypot(*back)
+        if length == 0:                                      # no direction: nothing to point
+            return
+        self.line((x0, y0), (x0 + dx, y0 + dy), radius, color)
+        back *= min(0.3 * length, 4 + 3 * float(radius)) / length
+        for angle in (0.5, -0.5):                            # strokes 0.5 rad off the shaft
+            c, s_ = np.cos(angle), np.sin(angle)
+            end = tip + (c * back[0] - s_ * back[1], s_ * back[0] + c * back[1])
+            self._draw.line([tuple(tip), tuple(end)], fill=_rgb(color), width=max(1, round(2 * radius)))
+
+    def arrows(self, orig, direction, radius=1, color=0xFFFFFF):
+        """Arrows from the rows of `orig` (N x 2) along the rows of `direction`; radius and
+        color per arrow or one for all."""
+        orig, direction = (np.asarray(_array(v), dtype=np.float64).reshape(-1, 2) for v in (orig, direction))
+        colors = np.broadcast_to(np.asarray(color), (len(orig),))
+        radii = np.broadcast_to(np.asarray(radius, dtype=np.float64), (len(orig),))
+        for o, d, c, r in zip(orig, direction, colors, radii):
+            self.arrow(o, d, r, c)
+
+    def arrow_field(self, direction, radius=1, color=0xFFFFFF, bound=0.5):
+        """An arrow per cell of a (w, h, 2) array, from a grid spread over the canvas."""
+        direction = np.asarray(_array(direction), dtype=np.float64)
+        self.arrows(_grid(direction.shape[:2], bound), direction.reshape(-1, 2), radius, color)
+
+    def point_field(self, radius, color=0xFFFFFF, bound=0.5):
+        """A circle per cell of a (w, h) array of radii, from a grid spread over the canvas."""
+        radius = np.asarray(_array(radius), dtype=np.float64)
+        self.circles(_grid(radius.shape, bound), color, radius.reshape(-1))
+
+    def contour(self, scalar_field, normalize=False):
+        """A (w, h) scalar field as a grey image; `normalize` maps its range to [0, 1]."""
+        values = np.asarray(_array(scalar_field), dtype=np.float64)
+        if normalize:
+            low, high = values.min(), values.max()
+            values = (values - low) / (high - low) if high > low else np.zeros_like(values)
+        self.set_image(values)
+
+    def vector_field(self, vector_field, arrow_spacing=5, color=0xFFFFFF):
+        """Arrows for every `arrow_spacing`-th cell of a (w, h, 2) field, from the cell's
+        corner; the longest spans a tenth of the canvas."""
+        v = np.asarray(_array(vector_field), dtype=np.float64)
+        w, h = v.shape[:2]
+        xs, ys = np.meshgrid(np.arange(0, w, arrow_spacing), np.arange(0, h, arrow_spacing), indexing='ij')
+        longest = np.sqrt((v ** 2).sum(axis=-1)).max()
+        scale = 0.1 / longest if longest > 0 else 0.0
+        orig = np.stack([xs / w, ys / h], axis=-1).reshape(-1, 2)
+        self.arrows(orig, v[xs, ys].reshape(-1, 2) * scale, 1, color)
 
     def triangle(self, a, b, c, color=0xFFFFFF):
         self._draw.polygon([self._pixel(a), self._pixel(b), self._pixel(c)], fill=_rgb(color))
@@ -161,6 +212,19 @@ class GUI:
 
     def close(self):
         self.running = False
+
+
+def _array(value):
+    """A field or ndarray as its numpy array; anything else as it is."""
+    return value.to_numpy() if hasattr(value, 'to_numpy') else value
+
+
+def _grid(shape, bound):
+    """The (w * h, 2) positions of a w x h grid over [0, 1]^2, `bound` cells in from the
+    edges (0.5: the cells' centres), ordered [x, y] as the field's cells are."""
+    w, h = shape
+    x, y = np.linspace(bound / w, 1 - bound / w, w), np.linspace(bound / h, 1 - bound / h, h)
+    return np.stack(np.meshgrid(x, y, indexing='ij'), axis=-1).reshape(-1, 2)
 
 
 def _rows_of(img, channels=3):
@@ -226,35 +290,60 @@ def imshow(img, title='imshow'):
 
 
 class VideoManager:
-    """Frames in, a video out: `write_frame(img)` takes an image as GUI.set_image does (or a
-    frame from `gui.get_image()`); `make_video(gif=True, mp4=True)` writes video.gif and
-    video.mp4 in `output_dir`."""
+    """Frames in, a video out: `write_frame(img)` takes an image as GUI.set_image does (or
+    a frame from `gui.get_image()`) and writes it at once as 000000.png, 000001.png, ... in
+    `frame_directory` (`output_dir`/frames); `make_video(gif=True, mp4=True)` writes
+    video.gif and video.mp4 in `output_dir` from them. MP4 needs imageio-ffmpeg (or PyAV):
+    without one, a warning says so, once, and the GIF is written instead."""
 
     def __init__(self, output_dir, video_filename='video', width=None, height=None, post_processor=None,
                  framerate=24, automatic_build=True):
-        self.output_dir = output_dir
+        self.directory = self.output_dir = output_dir
+        self.frame_directory = os.path.join(output_dir, 'frames')
         self.video_filename = video_filename
         self.framerate = framerate
-        self.frames = []
         self.post_processor = post_processor
-        os.makedirs(output_dir, exist_ok=True)
+        self.frame_counter = 0
+        os.makedirs(self.frame_directory, exist_ok=True)
 
     def write_frame(self, img):
         frame = _rows_of(img)
-        self.frames.append(self.post_processor(frame) if self.post_processor else frame)
+        frame = self.post_processor(frame) if self.post_processor else frame
+        Image.fromarray(frame).save(self._frame_path(self.frame_counter))
+        self.frame_counter += 1
 
     def write_frames(self, images):
         for img in images:
             self.write_frame(img)
+
+    def _frame_path(self, k):
+        return os.path.join(self.frame_directory, f'{k:06d}.png')
+
+    def clean_frames(self):
+        """Delete the frames written so far; the next one is 000000.png again."""
+        for k in range(self.frame_counter):
+            if os.path.exists(self._frame_path(k)):
+                os.remove(self._frame_path(k))
+        self.frame_counter = 0
 
     def get_output_filename(self, suffix):
         return os.path.join(self.output_dir, self.video_filename + suffix)
 
     def make_video(self, gif=True, mp4=True):
         import imageio
-        if not self.frames:
+        if not self.frame_counter:
             raise ValueError('VideoManager.make_video: no frames were written')
+        frames = [np.asarray(Image.open(self._frame_path(k))) for k in range(self.frame_counter)]
+        if mp4 and not _mp4_writer_available():
+            _warn_once('mp4', 'VideoManager.make_video: MP4 needs imageio-ffmpeg (pip install imageio-ffmpeg); '
+                              'writing the GIF only')
+            mp4, gif = False, True
         if gif:
-            imageio.mimsave(self.get_output_filename('.gif'), self.frames, duration=1000 / self.framerate)
+            imageio.mimsave(self.get_output_filename('.gif'), frames, duration=1000 / self.framerate)
         if mp4:
-            imageio.mimsave(self.get_output_filename('.mp4'), self.frames, fps=self.framerate)
+            imageio.mimsave(self.get_output_filename('.mp4'), frames, fps=self.framerate)
+
+
+def _mp4_writer_available():
+    """Whether imageio has a backend that writes MP4: imageio-ffmpeg or PyAV."""
+    return any(importlib.util.find_spec(name) is not None for name in ('imageio_ffmpeg', 'av'))

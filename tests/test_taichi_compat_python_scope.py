@@ -152,9 +152,11 @@ def test_layout_axes_and_type_aliases():
     assert (ti.types.float32, ti.types.int32, ti.types.uint16, ti.int8) == (ti.f32, ti.i32, ti.u16, ti.i8)
 
 
-def test_profiler_and_tools_extras(capsys, tmp_path):
+def test_profiler_and_tools_extras(capsys, monkeypatch):
     ti.profiler.print_scoped_profiler_info()
     assert 'no scoped profiler' in capsys.readouterr().out
+    import engine.gui
+    monkeypatch.setattr(engine.gui, '_warned', set())
     with pytest.warns(RuntimeWarning, match='imshow shows nothing'):
         ti.tools.imshow([[0.5]])
     import numpy as np
@@ -224,3 +226,36 @@ def test_ndarray_copy_from_and_printing_fields_shows_values(capsys):
     print(b, x)
     show()
     assert capsys.readouterr().out == '[2. 2. 2.] [7 7 7]\n<x: i32 field, shape (3,), element ()>\n'
+
+
+# --- the GUI's field drawings and the VideoManager's frames ---------------------------------
+
+def test_gui_draws_arrows_fields_and_contours(tmp_path):
+    import numpy as np
+    gui = ti.GUI('t', res=(32, 32), show_gui=False)
+    gui.arrows(np.array([[0.1, 0.5]]), np.array([[0.8, 0.0]]), radius=1, color=0xFF0000)
+    red = gui.get_image()[:, :, 0]
+    assert red[5:25, 14:18].max(axis=1).min() == 1.0 and red[30].max() == 0.0     # the shaft along y = 0.5
+    gui.clear()
+    gui.arrow_field(np.full((4, 4, 2), 0.05))
+    gui.point_field(np.full((4, 4), 2.0))
+    gui.vector_field(ti.Vector.field(2, ti.f32, shape=(8, 8)), arrow_spacing=4)   # zeros: no arrows
+    assert gui.get_image()[4, 4, 0] == 1.0                   # a point at the first cell's centre
+    gui.contour(np.linspace(0, 10, 32)[:, None] * np.ones((32, 32)), normalize=True)
+    image = gui.get_image()
+    assert image[0, 0, 0] == 0.0 and image[31, 0, 0] == 1.0
+
+
+def test_video_manager_writes_frames_then_the_video(tmp_path, monkeypatch):
+    import numpy as np
+    import engine.gui
+    vm = ti.tools.VideoManager(output_dir=str(tmp_path), framerate=10, automatic_build=False)
+    for i in range(3):
+        vm.write_frame(np.full((8, 8, 3), i / 3, np.float32))
+    assert vm.frame_directory == str(tmp_path / 'frames')
+    assert sorted(p.name for p in (tmp_path / 'frames').iterdir()) == ['000000.png', '000001.png', '000002.png']
+    monkeypatch.setattr(engine.gui, '_mp4_writer_available', lambda: False)
+    monkeypatch.setattr(engine.gui, '_warned', set())
+    with pytest.warns(RuntimeWarning, match='MP4 needs imageio-ffmpeg'):
+        vm.make_video(gif=False, mp4=True)
+    assert (tmp_path / 'video.gif').stat().st_size > 0 and not (tmp_path / 'video.mp4').exists()
