@@ -121,6 +121,10 @@ class Matrix:
     def __repr__(self):
         return f'Matrix({self.to_list() if all(not ops.is_value(e) for e in self.entries) else self.entries})'
 
+    def __str__(self):
+        """`print(v)` in Python scope shows the entries as numpy does, as Taichi's print."""
+        return repr(self) if any(map(ops.is_value, self.entries)) else str(self.to_numpy())
+
     # --- swizzles: v.x, v.zyx, v.rgb, v.xxx; v.x = 1, v.xy = (1, 2) -----------------------
     # Kernels reach them too (the frontend loads a vector as a Matrix of values), so they
     # differentiate as any entry does.

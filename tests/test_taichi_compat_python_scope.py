@@ -45,6 +45,7 @@ def test_swizzles_read_in_python_scope_and_refuse_missing_entries():
     with pytest.raises(AttributeError, match='swizzles name entries of vectors'):
         ti.Matrix([[1, 2], [3, 4]]).x
     assert not hasattr(a, 'grad')
+    assert str(a.zyx) == '[3. 2. 1.]'          # print() shows the entries as Taichi's does
 
 
 def test_swizzles_in_a_kernel_differentiate():
