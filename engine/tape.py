@@ -45,7 +45,12 @@ class Tape:
         self.native = replay.LaunchList()   # every recorded kernel launch, in order
         self.units = []      # (kernel launches recorded before it, Unit) for the other units
         self.suspended = 0
+        self.no_grad_depth = 0    # > 0 inside a call of a ti.ad.no_grad Python function
         self.snapshot = None
+
+    def skips(self, kernel):
+        """Whether a launch of `kernel` stays out of the backward pass (ti.ad.no_grad)."""
+        return kernel.no_grad or self.no_grad_depth > 0
 
     def check(self, kernel, compiled, args):
         """Before a launch: the global data access rules (engine/rules.py). Saves what the
@@ -56,14 +61,15 @@ class Tape:
         if self.checker is None or self.suspended:
             return None
         summary = compiled.access_summary()
-        if not kernel.no_grad and summary.violation:
+        no_grad = self.skips(kernel)
+        if not no_grad and summary.violation:
             raise summary.violation
         key = _args_key(args)
-        saves, touched = self.checker.launch(summary, args, None if kernel.no_grad else kernel.name,
+        saves, touched = self.checker.launch(summary, args, None if no_grad else kernel.name,
                                              (id(compiled), key))
         if saves:
             self._save(saves, f'kernel {kernel.name}')
-        if kernel.no_grad:
+        if no_grad:
             if touched and summary.stores_with_grad:
                 # it overwrites what the tape used: the gradient of the old values ends here
                 self.record_custom(lambda *a: compiled.constant_adjoint_compiled().launch(a), args,
@@ -96,7 +102,7 @@ class Tape:
     def record(self, kernel, args, compiled, launched):
         """A launch of `kernel`: primal code `compiled`, run as `launched` (whose buffer
         holds the packed arguments)."""
-        if self.suspended or kernel.no_grad:
+        if self.suspended or self.skips(kernel):
             return
         self.native.add(compiled, launched.buffer, kernel, args)
         if compiled.layout.ndarrays and self.clear_gradients:
@@ -149,6 +155,8 @@ class Tape:
         so), and at every call when the tape checks every launch."""
         if self.suspended:
             return True
+        if self.no_grad_depth:
+            return False        # its launches run one by one, each as a no_grad launch
         if self.checker is not None:
             if self.check_every_launch or not recording.checked:
                 recording.checked = True

@@ -50,3 +50,97 @@ def test_float_dtype_call_rounds_a_constant():
         return ti.f64(ti.f32(0.1))
 
     assert k() == float(np.float32(0.1))
+
+
+# --- ti.ad.no_grad on a Python function --------------------------------------------------
+
+def _no_grad_fields():
+    x = ti.field(float, shape=3, needs_grad=True)
+    y = ti.field(float, shape=3, needs_grad=True)
+    loss = ti.field(float, shape=(), needs_grad=True)
+
+    @ti.kernel
+    def double():
+        for i in x:
+            y[i] = 2 * x[i]
+
+    @ti.kernel
+    def total():
+        for i in y:
+            loss[None] += y[i] ** 3
+
+    return x, y, loss, double, total
+
+
+def test_no_grad_function_keeps_its_launches_off_the_backward_pass(f64):
+    x, y, loss, double, total = _no_grad_fields()
+
+    @ti.ad.no_grad
+    def frozen():
+        double()
+
+    x.from_numpy(np.array([1.0, 2.0, 3.0]))
+    with ti.ad.Tape(loss):
+        frozen()
+        total()
+    assert x.grad.to_numpy().tolist() == [0.0, 0.0, 0.0]
+    assert y.grad.to_numpy().tolist() == [12.0, 48.0, 108.0]     # 3 y^2, as Taichi gives
+
+
+def test_no_grad_function_overwriting_what_the_tape_read_ends_its_gradient(f64):
+    x, y, loss, double, total = _no_grad_fields()
+
+    @ti.kernel
+    def reset():
+        for i in y:
+            y[i] = 4.0
+
+    @ti.ad.no_grad
+    def frozen_reset():
+        reset()
+
+    def forward():
+        double()
+        total()
+        frozen_reset()
+        total()
+
+    x.from_numpy(np.array([0.5, -1.0, 2.0]))
+    (g,) = fd_check(loss, [x], forward)
+    assert_grad_close(g, 6 * (2 * x.to_numpy()) ** 2)       # only the first total() counts
+
+
+def test_no_grad_function_results_are_constants(f64):
+    x, y, loss, double, total = _no_grad_fields()
+
+    @ti.kernel
+    def triple():
+        for i in y:
+            y[i] = 3 * x[i]
+
+    x.from_numpy(np.array([0.5, -1.0, 2.0]))
+    with ti.ad.Tape(loss):
+        double()
+        total()
+        ti.ad.no_grad(lambda: triple())()
+        total()
+    assert_grad_close(x.grad.to_numpy(), 6 * (2 * x.to_numpy()) ** 2)
+
+
+def test_grad_replaced_inside_no_grad_is_not_recorded(f64):
+    x, y, loss, double, total = _no_grad_fields()
+    called = []
+
+    @ti.ad.grad_replaced
+    def step():
+        double()
+
+    @ti.ad.grad_for(step)
+    def step_grad():
+        called.append(1)
+
+    x.from_numpy(np.array([1.0, 2.0, 3.0]))
+    with ti.ad.Tape(loss):
+        ti.ad.no_grad(step)()
+        total()
+    assert not called and x.grad.to_numpy().tolist() == [0.0, 0.0, 0.0]
