@@ -144,3 +144,143 @@ def test_grad_replaced_inside_no_grad_is_not_recorded(f64):
         ti.ad.no_grad(step)()
         total()
     assert not called and x.grad.to_numpy().tolist() == [0.0, 0.0, 0.0]
+
+
+# --- ti.template() parameters of a ti.func are passed by reference -----------------------
+
+@ti.func
+def _add_one(x: ti.template()):
+    x = x + 1
+
+
+@ti.func
+def _add_ten(x: ti.template()):
+    x += 10
+
+
+@ti.func
+def _set_first(v: ti.template()):
+    v[0] = 100
+
+
+@ti.func
+def _by_value(x):
+    x += 100
+
+
+def test_template_parameter_changes_the_callers_local():
+    @ti.kernel
+    def k() -> ti.types.vector(4, ti.i32):
+        a, b, c = 24, 1, 5
+        _add_one(a)
+        _add_ten(b)
+        _by_value(c)            # a plain parameter stays a copy
+        v = ti.Vector([1, 2])
+        _set_first(v)
+        return ti.Vector([a, b, c, v[0]])
+
+    assert k().to_numpy().tolist() == [25, 11, 5, 100]
+
+
+def test_template_parameter_bound_to_a_field_element_writes_it():
+    f = ti.field(ti.i32, shape=3)
+    v = ti.Vector.field(2, ti.i32, shape=2)
+
+    @ti.kernel
+    def k():
+        for i in f:
+            _add_one(f[i])
+            _add_ten(f[i])
+        _set_first(v[1])
+
+    k()
+    assert f.to_numpy().tolist() == [11, 11, 11]
+    assert v.to_numpy().tolist() == [[0, 0], [100, 0]]
+
+
+def test_template_parameter_bound_to_an_expression_cannot_be_assigned():
+    @ti.kernel
+    def k(a: ti.i32):
+        _add_ten(a + 1)
+
+    with pytest.raises(ti.TaichiSyntaxError, match='bound to an expression'):
+        k(1)
+
+
+def test_template_parameter_accumulating_into_the_loss_differentiates(f64):
+    x = ti.field(float, shape=4, needs_grad=True)
+    loss = ti.field(float, shape=(), needs_grad=True)
+
+    @ti.func
+    def accumulate(total: ti.template(), value):
+        total += value
+
+    @ti.kernel
+    def forward():
+        for i in x:
+            accumulate(loss[None], ti.sin(x[i]) * x[i])
+        s = 0.0
+        ti.loop_config(serialize=True)
+        for j in range(4):
+            accumulate(s, x[j] ** 2)
+        loss[None] += s
+
+    x.from_numpy(np.array([0.3, -1.2, 2.0, 0.7]))
+    fd_check(loss, [x], forward)
+
+
+# --- atomics on locals and on components ---------------------------------------------
+
+def test_atomic_on_a_local_returns_the_old_value():
+    @ti.kernel
+    def k() -> ti.types.vector(4, ti.i32):
+        a = 0
+        for i in range(10):
+            ti.atomic_add(a, i)
+        old = ti.atomic_max(a, 100)
+        v = ti.Vector([1, 2])
+        old_v = ti.atomic_sub(v[1], 5)
+        ti.atomic_min(v.x, -3)
+        return ti.Vector([a + old, old_v, v[0], v[1]])
+
+    assert k().to_numpy().tolist() == [145, 2, -3, -3]
+
+
+def test_atomic_on_a_shared_local_in_a_parallel_loop():
+    @ti.kernel
+    def k() -> ti.i32:
+        total = 0
+        for i in range(100):
+            ti.atomic_add(total, i)
+        return total
+
+    assert k() == 4950
+
+
+def test_atomic_on_a_component_of_a_field_element():
+    acc = ti.Vector.field(2, ti.f32, shape=2)
+
+    @ti.kernel
+    def k():
+        for i in range(10):
+            ti.atomic_add(acc[0].x, 1.0)
+            ti.atomic_add(acc[1], ti.Vector([1.0, 2.0]))
+
+    k()
+    assert acc.to_numpy().tolist() == [[10.0, 0.0], [10.0, 20.0]]
+
+
+def test_atomic_on_locals_differentiates(f64):
+    x = ti.field(float, shape=3, needs_grad=True)
+    loss = ti.field(float, shape=(), needs_grad=True)
+
+    @ti.kernel
+    def forward():
+        for i in x:
+            s = 0.0
+            ti.atomic_add(s, x[i] * x[i])
+            ti.atomic_sub(s, ti.cos(x[i]))
+            loss[None] += s
+
+    x.from_numpy(np.array([0.5, -1.5, 2.0]))
+    fd_check(loss, [x], forward)
