@@ -352,6 +352,9 @@ class KernelBuilder(ast.NodeVisitor):
                 scope[name] = self._new_var(obj) if _holds_values(obj) else obj
             self.frames.append(FunctionContext(self.kernel_source, scope))
             self._visit_body(self.kernel_source.node.body)
+            if self.return_type is not None and not self.returns_seen:
+                raise self.error(self.kernel_source.node, f'kernel {self.kernel_source.fn.__name__} has a '
+                                                          f'return type but does not have a return statement')
         return self.builder.root
 
     def _bind_param(self, obj):
@@ -1296,6 +1299,7 @@ class KernelBuilder(ast.NodeVisitor):
             raise self.error(node, f'this kernel returns {structs.type_name(self.return_type)}: {exc}',
                              TaichiTypeError) from None
         slots = structs.slot_types(self.return_type)
+        self.returns_seen += 1
         self.builder.emit('return', [ops.as_value(x, t) for x, t in zip(scalars, slots)])
 
     def _early_return(self, node, value):
@@ -1391,6 +1395,10 @@ class KernelBuilder(ast.NodeVisitor):
         self.frames.append(frame)
         try:
             self._visit_body(source.node.body)
+            annotation = func.signature.return_annotation
+            if annotation not in (inspect.Signature.empty, None) and not (frame.has_returned or frame.returns):
+                raise self.error(source.node, f'ti.func {func.fn.__name__} has a return type but does not '
+                                              f'have a return statement')
         finally:
             self.frames.pop()
         if frame.result is not None:

@@ -284,3 +284,27 @@ def test_atomic_on_locals_differentiates(f64):
 
     x.from_numpy(np.array([0.5, -1.5, 2.0]))
     fd_check(loss, [x], forward)
+
+
+# --- a return type without a return statement ------------------------------------------
+
+def test_kernel_with_a_return_type_but_no_return_is_an_error():
+    @ti.kernel
+    def forgot() -> ti.f32:
+        x = 1.5  # noqa: F841
+
+    with pytest.raises(ti.TaichiSyntaxError, match='kernel forgot has a return type but does not have a return'):
+        forgot()
+
+
+def test_func_with_a_return_type_but_no_return_is_an_error():
+    @ti.func
+    def half(x) -> ti.f32:
+        y = x * 2  # noqa: F841
+
+    @ti.kernel
+    def k() -> ti.f32:
+        return half(1.0)
+
+    with pytest.raises(ti.TaichiSyntaxError, match='ti.func half has a return type but does not have a return'):
+        k()
