@@ -511,6 +511,8 @@ class KernelBuilder(ast.NodeVisitor):
         fold = _INT_BINOPS.get(type(node.op))
         if fold and ops.is_integer(left) and ops.is_integer(right):
             return ops.fold_ints(fold, int(left), int(right))     # as the kernel computes it
+        if isinstance(node.op, ast.Mod) and isinstance(left, str) and printing.has_values(right):
+            return printing.percent_format(left, right)      # "x[%d] = %f" % (i, v): a Text
         op = _BINOPS.get(type(node.op))
         self._no_struct_operands(node, left, right)
         result = op(left, right)
@@ -673,6 +675,8 @@ class KernelBuilder(ast.NodeVisitor):
             else:
                 args.append(self.visit(a))
         kwargs = {kw.arg: self.visit(kw.value) for kw in node.keywords}
+        if _is_str_format(fn) and printing.has_values(args + list(kwargs.values())):
+            return printing.str_format(fn.__self__, args, kwargs)     # as an f-string would
         if getattr(fn, '_kernel_transform', False):      # ti.ad.grad / jvp / vjp of a ti.func
             return fn.apply(self, node, args, kwargs)
         if getattr(fn, '_is_kernel', False):
@@ -1488,6 +1492,10 @@ def _component_of(attr, node=None, kb=None, shape=None):
         raise kb.error(node, f'.{attr} needs a vector of at least {k + 1} entries; this one has shape {shape}',
                        TaichiTypeError)
     return k
+
+
+def _is_str_format(fn):
+    return isinstance(getattr(fn, '__self__', None), str) and getattr(fn, '__name__', None) == 'format'
 
 
 def _as_load(target):

@@ -308,3 +308,60 @@ def test_func_with_a_return_type_but_no_return_is_an_error():
 
     with pytest.raises(ti.TaichiSyntaxError, match='ti.func half has a return type but does not have a return'):
         k()
+
+
+# --- str.format and %-formatting with run-time values -------------------------------------
+
+def test_str_format_in_print(capsys):
+    width = 7
+
+    @ti.kernel
+    def show(a: ti.i32, b: ti.f32):
+        v = ti.Vector([a, a + 1])
+        print('a={} b={}'.format(a, b))
+        msg = 'sum is {}'.format(a + 1)
+        print(msg)
+        print('{:.3f}|{:>{w}}|{v.x}|{v[1]}|{name}'.format(b, a, v=v, name='n', w=width))
+        print('{1}-{0}'.format(a, b))
+        print('{} {}'.format(v, 'const'))
+
+    show(3, 1.5)
+    assert capsys.readouterr().out.splitlines() == [
+        'a=3 b=1.5', 'sum is 4', '1.500|      3|3|4|n', '1.5-3', '[3, 4] const']
+
+
+def test_percent_format_in_print_and_assert(capsys):
+    ti.init(arch=ti.cpu, debug=True)
+    x = ti.field(ti.f32, shape=4)
+
+    @ti.kernel
+    def show(i: ti.i32, y: ti.f32):
+        print('%d|%5.2f|%-4d|%05d|%x|%s|%d%%|%e' % (i, y, i, i, 255, y, y, y))
+        print('one %s' % i)
+
+    @ti.kernel
+    def check():
+        for i in x:
+            assert x[i] >= 0, 'negative x[%d] = %f' % (i, x[i])
+
+    show(7, -2.5)
+    assert capsys.readouterr().out.splitlines() == [
+        '7|-2.50|7   |00007|ff|-2.5|-2%|-2.500000e+00', 'one 7']
+    x[1] = -2.5
+    with pytest.raises(ti.TaichiAssertionError, match=r'negative x\[1\] = -2\.500000'):
+        check()
+
+
+def test_percent_format_errors_name_the_line():
+    @ti.kernel
+    def too_few(i: ti.i32):
+        print('%d %d' % (i,))
+
+    @ti.kernel
+    def char(i: ti.i32):
+        print('%c' % i)
+
+    with pytest.raises(ti.TaichiTypeError, match='not enough arguments'):
+        too_few(1)
+    with pytest.raises(ti.TaichiTypeError, match='%c'):
+        char(1)
