@@ -677,6 +677,8 @@ class KernelBuilder(ast.NodeVisitor):
         kwargs = {kw.arg: self.visit(kw.value) for kw in node.keywords}
         if _is_str_format(fn) and printing.has_values(args + list(kwargs.values())):
             return printing.str_format(fn.__self__, args, kwargs)     # as an f-string would
+        if fn is str and len(args) == 1 and not kwargs and printing.has_values(args[0]):
+            return printing.formatted(args[0], '')      # str(v): a Text, for print and assert
         if getattr(fn, '_kernel_transform', False):      # ti.ad.grad / jvp / vjp of a ti.func
             return fn.apply(self, node, args, kwargs)
         if getattr(fn, '_is_kernel', False):

@@ -48,6 +48,16 @@ class Text:
     def __str__(self):
         return ''.join(p if isinstance(p, str) else '{...}' for p in self.pieces)
 
+    def __add__(self, other):           # 'x = ' + str(v): still a Text
+        if not isinstance(other, (str, Text)):
+            return NotImplemented
+        return joined([self, other])
+
+    def __radd__(self, other):
+        if not isinstance(other, str):
+            return NotImplemented
+        return joined([other, self])
+
 
 _CONVERSIONS = {ord('s'): str, ord('r'): repr, ord('a'): ascii}
 

@@ -324,10 +324,11 @@ def test_str_format_in_print(capsys):
         print('{:.3f}|{:>{w}}|{v.x}|{v[1]}|{name}'.format(b, a, v=v, name='n', w=width))
         print('{1}-{0}'.format(a, b))
         print('{} {}'.format(v, 'const'))
+        print('a is ' + str(a), str(b) + '!')
 
     show(3, 1.5)
     assert capsys.readouterr().out.splitlines() == [
-        'a=3 b=1.5', 'sum is 4', '1.500|      3|3|4|n', '1.5-3', '[3, 4] const']
+        'a=3 b=1.5', 'sum is 4', '1.500|      3|3|4|n', '1.5-3', '[3, 4] const', 'a is 3 1.5!']
 
 
 def test_percent_format_in_print_and_assert(capsys):
