@@ -366,3 +366,28 @@ def test_percent_format_errors_name_the_line():
         too_few(1)
     with pytest.raises(ti.TaichiTypeError, match='%c'):
         char(1)
+
+
+# --- floor, ceil and round with a dtype ------------------------------------------------
+
+def test_floor_ceil_round_with_a_dtype():
+    @ti.kernel
+    def k(x: ti.f32) -> ti.types.vector(3, ti.i32):
+        return ti.Vector([ti.floor(x, ti.i32), ti.ceil(x, dtype=ti.i32), ti.round(x, ti.i32)])
+
+    @ti.kernel
+    def vec(x: ti.f32) -> ti.types.vector(2, ti.i64):
+        return ti.floor(ti.Vector([x, -x]), ti.i64)
+
+    assert k(-2.7).to_numpy().tolist() == [-3, -2, -3]
+    assert vec(1.5).to_numpy().tolist() == [1, -2]
+    assert ti.floor(2.7, ti.i32) == 2
+
+
+def test_round_with_digits_is_a_clear_error():
+    @ti.kernel
+    def k(x: ti.f32) -> ti.f32:
+        return round(x, 2)
+
+    with pytest.raises(ti.TaichiTypeError, match='2 is not a data type'):
+        k(1.0)
