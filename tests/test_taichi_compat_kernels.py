@@ -391,3 +391,40 @@ def test_round_with_digits_is_a_clear_error():
 
     with pytest.raises(ti.TaichiTypeError, match='2 is not a data type'):
         k(1.0)
+
+
+# --- ndarray arguments are checked against their annotation -------------------------------
+
+@ti.kernel
+def _fill_f32(a: ti.types.ndarray(dtype=ti.f32, ndim=1)):
+    for i in a:
+        a[i] = 0.1
+
+
+def test_ndarray_of_another_element_type_is_refused_not_converted():
+    b = np.zeros(3, np.float64)
+    with pytest.raises(TypeError, match='required element type f32, but the array has element type f64'):
+        _fill_f32(b)
+    assert b.tolist() == [0.0, 0.0, 0.0]
+    with pytest.raises(TypeError, match='element type i32'):
+        _fill_f32(np.zeros(3, np.int32))
+    c = np.zeros(3, np.float32)
+    _fill_f32(c)
+    assert c.tolist() == [np.float32(0.1)] * 3
+
+
+def test_ndarray_dimensions_must_match_the_annotation():
+    @ti.kernel
+    def vec(a: ti.types.ndarray(dtype=ti.math.vec3, ndim=1)):
+        for i in a:
+            a[i] = a[i] * 2
+
+    with pytest.raises(TypeError, match='argument mismatch: ndim=1 is required, the array has 2'):
+        _fill_f32(np.zeros((2, 2), np.float32))
+    with pytest.raises(TypeError, match=r'elements of shape \(3,\) are required'):
+        vec(np.zeros((4, 2), np.float32))
+    with pytest.raises(TypeError, match='required element type f32'):
+        vec(np.zeros((4, 3)))
+    a = np.ones((4, 3), np.float32)
+    vec(a)
+    assert (a == 2).all()
