@@ -8,6 +8,7 @@ import numpy as np
 
 from . import forward, replay, rules, runtime
 from .errors import USER_ERRORS, user_frames_only
+from .fields import Field, Ndarray
 
 recording = None   # the Tape being recorded, if any
 
@@ -197,6 +198,8 @@ class Tape:
             _check_loss(self.loss)
             if self.clear_gradients:
                 runtime.program().clear_gradients()
+                if isinstance(self.loss, Ndarray):      # zeroed now: the launches keep its seed
+                    self.clear_ndarray_gradient(self.loss)
             self.loss[None] = 0
             self.loss.grad[None] = 1
         if self.grad_check:
@@ -295,12 +298,15 @@ def _python_backward(recording):
 
 
 def _check_loss(loss):
-    shape = getattr(loss, 'shape', None)
+    if not isinstance(loss, (Field, Ndarray)):
+        raise TypeError(f'the loss of ti.ad.Tape must be a 0-D field or ti.ndarray, got {type(loss).__name__}')
+    shape = loss.shape
     if shape != ():
-        raise ValueError(f'the loss of ti.ad.Tape must be a 0-D field (shape ()), got shape {shape}')
-    if getattr(loss, 'element_shape', ()):
+        raise ValueError(f'the loss of ti.ad.Tape must be a 0-D field or ti.ndarray (shape ()), got shape {shape}')
+    if loss.element_shape:
         raise ValueError(f'the loss of ti.ad.Tape must be a scalar; {loss.name} holds elements of '
                          f'shape {loss.element_shape} (sum them into a 0-D scalar field)')
-    if loss.grad is None or not loss.grad.placed:
-        raise ValueError(f'the loss {loss.name} needs a gradient: declare it with needs_grad=True '
-                         f'or call ti.root.lazy_grad()')
+    if loss.grad is None or isinstance(loss, Field) and not loss.grad.placed:
+        fix = 'ti.ndarray(..., needs_grad=True)' if isinstance(loss, Ndarray) else \
+            'needs_grad=True or call ti.root.lazy_grad()'
+        raise ValueError(f'the loss {loss.name} needs a gradient: declare it with {fix}')

@@ -428,3 +428,39 @@ def test_ndarray_dimensions_must_match_the_annotation():
     a = np.ones((4, 3), np.float32)
     vec(a)
     assert (a == 2).all()
+
+
+# --- ti.ad.Tape with a 0-D ndarray loss ------------------------------------------------
+
+def test_tape_with_an_ndarray_loss(f64):
+    x = ti.ndarray(ti.f64, shape=3, needs_grad=True)
+    loss = ti.ndarray(ti.f64, shape=(), needs_grad=True)
+
+    @ti.kernel
+    def f(x: ti.types.ndarray(), out: ti.types.ndarray()):
+        for i in x:
+            out[None] += ti.sin(x[i]) * x[i] ** 2
+
+    def value(values):
+        x.from_numpy(values)
+        loss[None] = 0
+        f(x, loss)
+        return loss[None]
+
+    base = np.array([0.4, -1.1, 2.3])
+    eps = 1e-6
+    fd = [(value(base + eps * e) - value(base - eps * e)) / (2 * eps) for e in np.eye(3)]
+    x.from_numpy(base)
+    with ti.ad.Tape(loss=loss):
+        f(x, loss)
+    assert_grad_close(x.grad.to_numpy(), np.array(fd))
+    assert loss[None] == pytest.approx(value(base))
+
+
+def test_tape_loss_must_be_a_scalar_with_a_gradient():
+    with pytest.raises(ValueError, match='needs_grad=True'):
+        ti.ad.Tape(loss=ti.ndarray(ti.f32, shape=())).__enter__()
+    with pytest.raises(ValueError, match=r'0-D field or ti.ndarray'):
+        ti.ad.Tape(loss=ti.ndarray(ti.f32, shape=2, needs_grad=True)).__enter__()
+    with pytest.raises(TypeError, match='got ndarray'):
+        ti.ad.Tape(loss=np.zeros(())).__enter__()
