@@ -302,7 +302,8 @@ def _check_loss(loss):
         raise TypeError(f'the loss of ti.ad.Tape must be a 0-D field or ti.ndarray, got {type(loss).__name__}')
     shape = loss.shape
     if shape != ():
-        raise ValueError(f'the loss of ti.ad.Tape must be a 0-D field or ti.ndarray (shape ()), got shape {shape}')
+        what = 'ti.ndarray' if isinstance(loss, Ndarray) else 'field'
+        raise ValueError(f'the loss of ti.ad.Tape must be a 0-D {what} (shape ()), got shape {shape}')
     if loss.element_shape:
         raise ValueError(f'the loss of ti.ad.Tape must be a scalar; {loss.name} holds elements of '
                          f'shape {loss.element_shape} (sum them into a 0-D scalar field)')
