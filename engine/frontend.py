@@ -468,6 +468,8 @@ class KernelBuilder(ast.NodeVisitor):
             if isinstance(method, Func):        # bound to the local itself: it may update it
                 return BoundFunc(method, var)
         value = self.visit(node.value)
+        if isinstance(value, Matrix):
+            _component_of(node.attr, node, self, value.shape)     # `.w` of a 3-vector: say so
         return getattr(value, node.attr)
 
     def visit_Resolved(self, node):
@@ -955,7 +957,7 @@ class KernelBuilder(ast.NodeVisitor):
             if resolved is not target:
                 return self._assign(resolved, value, is_static)
             owner = self._lookup_var(target.value)
-            comp = 'xyzw'.index(target.attr) if target.attr in 'xyzw' and len(target.attr) == 1 else None
+            comp = _component_of(target.attr, target, self, getattr(owner, 'shape', None))
             if isinstance(owner, MatVar) and comp is not None:
                 return owner.vars[comp].store(value)
             element = self._vector_element(target.value)
@@ -1480,7 +1482,10 @@ def _flat_component(kb, node, shape, comp):
         raise kb.error(node, f'component index {comp} does not match element shape {shape}')
     flat = 0
     for c, n in zip(comp, shape):
-        flat = flat * n + c
+        if not -n <= c < n:         # past the element: it would touch the next one
+            raise kb.error(node, f'component index {comp} is out of range for an element of shape {shape}',
+                           TaichiTypeError)
+        flat = flat * n + c % n
     return flat
 
 
@@ -1490,8 +1495,8 @@ def _component_of(attr, node=None, kb=None, shape=None):
     if len(attr) != 1 or attr not in 'xyzw':
         return None
     k = 'xyzw'.index(attr)
-    if shape is not None and (len(shape) != 1 or k >= shape[0]):
-        raise kb.error(node, f'.{attr} needs a vector of at least {k + 1} entries; this one has shape {shape}',
+    if shape is not None and len(shape) == 1 and k >= shape[0]:
+        raise kb.error(node, f'.{attr} needs a vector of at least {k + 1} entries; this one has {shape[0]}',
                        TaichiTypeError)
     return k
 

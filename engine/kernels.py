@@ -138,7 +138,7 @@ class Kernel:
     # --- launch ----------------------------------------------------------------
     def __call__(self, *args, **kwargs):
         try:
-            if kwargs:
+            if kwargs or len(args) != len(self.specs):     # keywords, defaults, or an error
                 args = self._bind(args, kwargs)
             compiled = self.compiled(args)
             launched = compiled if forward.active is None else compiled.with_tangents()
@@ -176,6 +176,7 @@ class Kernel:
             bound = self.signature.bind(*args, **kwargs)
         except TypeError as exc:
             raise _call_error(self, str(exc)) from None
+        bound.apply_defaults()
         return tuple(bound.arguments[s.name] for s in self.specs)
 
     def _check_args(self, args):
@@ -359,7 +360,7 @@ class AdjointKernel:
     def __call__(self, *args, **kwargs):
         try:
             kernel = self.kernel
-            if kwargs:
+            if kwargs or len(args) != len(kernel.specs):
                 args = kernel._bind(args, kwargs)
             primal = kernel.compiled(args)
             if primal.program.config.ad_validation and primal.access_summary().violation:

@@ -464,3 +464,40 @@ def test_tape_loss_must_be_a_scalar_with_a_gradient():
         ti.ad.Tape(loss=ti.ndarray(ti.f32, shape=2, needs_grad=True)).__enter__()
     with pytest.raises(TypeError, match='got ndarray'):
         ti.ad.Tape(loss=np.zeros(())).__enter__()
+
+
+# --- default argument values; components a vector does not have ----------------------------
+
+def test_kernel_default_argument_values():
+    @ti.kernel
+    def k(a: ti.i32, b: ti.i32 = 2, c: ti.f32 = 0.5) -> ti.f32:
+        return a * 10 + b + c
+
+    assert (k(1), k(1, 3), k(a=4), k(1, c=0.25)) == (12.5, 13.5, 42.5, 12.25)
+    with pytest.raises(ti.TaichiTypeError, match='too many positional arguments'):
+        k(1, 2, 3.0, 4)
+
+
+def test_a_component_past_the_end_of_a_vector_names_the_line():
+    f = ti.Vector.field(3, ti.f32, shape=2)
+
+    @ti.kernel
+    def read() -> ti.f32:
+        a = ti.Vector([1.0, 2.0, 3.0])
+        return a.w
+
+    @ti.kernel
+    def write_local():
+        a = ti.Vector([1.0, 2.0, 3.0])
+        a.w = 1.0
+
+    @ti.kernel
+    def write_field():
+        f[0].w = 5.0
+
+    for kernel in (read, write_local):
+        with pytest.raises(ti.TaichiTypeError, match=r'\.w needs a vector of at least 4 entries; this one has 3'):
+            kernel()
+    with pytest.raises(ti.TaichiTypeError, match='out of range for an element of shape'):
+        write_field()
+    assert f.to_numpy().tolist() == [[0.0] * 3] * 2
