@@ -710,14 +710,32 @@ class KernelBuilder(ast.NodeVisitor):
         return self.visit(node) if reference is None else reference
 
     def _reference(self, node):
-        """The local variable, or the field or ndarray element, that `node` names; None when
-        it names neither."""
+        """What a ti.template() argument names that can be assigned: a local, an entry of a
+        local vector (`v[0]`, `v.x`), a field or ndarray element or one of its components;
+        None for anything else (passed as its value)."""
         node = self._member_node(node)
         if isinstance(node, (ast.Name, Resolved)):
             var = self._lookup_var(node)
             return var if isinstance(var, (Var, MatVar, StructVar)) else None
-        if not isinstance(node, ast.Subscript) or not isinstance(node.value, (ast.Name, ast.Attribute, Resolved)):
+        if isinstance(node, ast.Attribute):
+            owner = self._reference(node.value) if _component_of(node.attr) is not None else None
+            if isinstance(owner, MatVar) and len(owner.shape) == 1:
+                return owner.vars[_component_of(node.attr, node, self, owner.shape)]
             return None
+        if not isinstance(node, ast.Subscript):
+            return None
+        owner = self._reference(node.value)
+        if isinstance(owner, MatVar):
+            index = self.visit(node.slice)
+            if not _constant_component(index, owner.shape):
+                return None
+            return owner.vars[_flat_component(self, node, owner.shape, index)]
+        if owner is not None or not isinstance(node.value, (ast.Name, ast.Attribute, Resolved)):
+            return None
+        return self._element_reference(node)
+
+    def _element_reference(self, node):
+        """`f[i]` of a field or ndarray as a variable whose reads and writes go to memory."""
         target = self.visit(node.value)
         if not isinstance(target, (Field, NdarrayArg)):
             return None
@@ -1028,8 +1046,9 @@ class KernelBuilder(ast.NodeVisitor):
     def _not_an_expression_param(self, target, name):
         if self.frame.is_expression_param(name):
             raise self.error(target, f'`{name}` is a ti.template() parameter bound to an expression, not '
-                                     f'to a variable or a field element: it cannot be assigned to (pass a '
-                                     f'variable to change it by reference, or copy it into a new local)')
+                                     f'to a variable, an entry of a local vector at a constant index or a '
+                                     f'field element: it cannot be assigned to (pass one of those to change '
+                                     f'it by reference, or copy it into a new local)')
 
     def _vector_element(self, node):
         """(field, index node) when `node` is `f[i]` of a vector or matrix field or ndarray;

@@ -198,6 +198,27 @@ def test_template_parameter_bound_to_a_field_element_writes_it():
     assert v.to_numpy().tolist() == [[0, 0], [100, 0]]
 
 
+def test_template_parameter_bound_to_an_entry_or_a_component():
+    f = ti.Vector.field(3, ti.i32, shape=2)
+    m = ti.Matrix.field(2, 2, ti.i32, shape=1)
+
+    @ti.kernel
+    def k() -> ti.types.vector(3, ti.i32):
+        v = ti.Vector([1, 2, 3])
+        _add_ten(v[0])
+        _add_ten(v.z)
+        _add_ten(f[1].y)
+        _add_ten(f[0][2])
+        _add_ten(m[0][1, 0])
+        for i in ti.static(range(2)):
+            _add_one(v[i])
+        return v
+
+    assert k().to_numpy().tolist() == [12, 3, 13]
+    assert f.to_numpy().tolist() == [[0, 0, 10], [0, 10, 0]]
+    assert m.to_numpy().tolist() == [[[0, 0], [10, 0]]]
+
+
 def test_template_parameter_bound_to_an_expression_cannot_be_assigned():
     @ti.kernel
     def k(a: ti.i32):
