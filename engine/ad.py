@@ -10,6 +10,7 @@ import numpy as np
 
 from . import forward, replay, runtime, tape
 from .fields import Field
+from .kernels import Kernel
 from .tape import Tape
 from .gradcheck import (GradientCheckError, check_gradients, keep_adjoints, restore_fields,
                         rollout_report, snapshot_fields)
@@ -27,10 +28,24 @@ def clear_all_gradients():
     runtime.program().clear_gradients()
 
 
-def no_grad(kernel):
-    """The tape skips this kernel: it contributes no gradient."""
-    kernel.no_grad = True
-    return kernel
+def no_grad(fn):
+    """The tape leaves this kernel, or the kernels a Python function launches, out of the
+    backward pass: they contribute no gradient (their results are constants to the tape)."""
+    if isinstance(fn, Kernel):
+        fn.no_grad = True
+        return fn
+
+    @functools.wraps(fn)
+    def without_gradient(*args, **kwargs):
+        recorder = tape.recording
+        if recorder is None:
+            return fn(*args, **kwargs)
+        recorder.no_grad_depth += 1
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            recorder.no_grad_depth -= 1
+    return without_gradient
 
 
 class _CustomGradient:
@@ -46,7 +61,7 @@ class _CustomGradient:
             raise replay.CaptureError(f'{replay.capturing.name}: the grad_replaced function '
                                       f'{self.fn.__name__} cannot be captured (its gradient is Python)')
         recorder = tape.recording
-        if recorder is None:
+        if recorder is None or recorder.no_grad_depth:     # inside no_grad: no gradient to replace
             return self.fn(*args, **kwargs)
         recorder.record_custom(functools.partial(self._grad, **kwargs), args, self.fn.__name__,
                                functools.partial(self.fn, **kwargs))

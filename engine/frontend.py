@@ -107,6 +107,31 @@ class Var:
         ops.current_builder().emit('local_store', [self.alloca, ops.as_value(value, self.dtype)])
 
 
+class ElementRef(Var):
+    """One entry of a field or ndarray element passed to a ti.template() parameter of a
+    ti.func: the func reads and writes memory, as Taichi passes it by reference."""
+    in_parallel_loop = True     # not a local that the threads of a parallel loop share
+
+    def __init__(self, target, indices, component):
+        self.target, self.indices, self.component = target, indices, component
+
+    @property
+    def dtype(self):
+        return self.target.dtype
+
+    def load(self):
+        return ops.emit('global_load', self.indices, self.dtype, target=self.target, component=self.component)
+
+    def store(self, value):
+        ops.current_builder().emit('global_store', self.indices + [ops.as_value(value, self.dtype)],
+                                   target=self.target, component=self.component)
+
+    def accumulate(self, kind, value):
+        """`x += v` on the parameter: an atomic, as on the element itself."""
+        return ops.emit('atomic', self.indices + [ops.as_value(value, self.dtype)], self.dtype,
+                        target=self.target, component=self.component, kind=kind)
+
+
 class MatVar:
     """A mutable vector/matrix local: one Var per entry."""
 
@@ -275,6 +300,13 @@ class FunctionContext:
         self.result = None            # (shape or None, [alloca per entry])
         self.returns = self.guarded = 0
         self.return_annotation = None
+        # ti.template() parameters bound to a value computed at run time, not to a variable:
+        # Taichi cannot assign to them (they are no l-values), nor can we
+        self.expression_params = set()
+
+    def is_expression_param(self, name):
+        holder = next((scope for scope in reversed(self.scopes) if name in scope), None)
+        return holder is self.scopes[0] and name in self.expression_params
 
     def lookup(self, name):
         for scope in reversed(self.scopes):
@@ -320,6 +352,9 @@ class KernelBuilder(ast.NodeVisitor):
                 scope[name] = self._new_var(obj) if _holds_values(obj) else obj
             self.frames.append(FunctionContext(self.kernel_source, scope))
             self._visit_body(self.kernel_source.node.body)
+            if self.return_type is not None and not self.returns_seen:
+                raise self.error(self.kernel_source.node, f'kernel {self.kernel_source.fn.__name__} has a '
+                                                          f'return type but does not have a return statement')
         return self.builder.root
 
     def _bind_param(self, obj):
@@ -433,6 +468,8 @@ class KernelBuilder(ast.NodeVisitor):
             if isinstance(method, Func):        # bound to the local itself: it may update it
                 return BoundFunc(method, var)
         value = self.visit(node.value)
+        if isinstance(value, Matrix):
+            _component_of(node.attr, node, self, value.shape)     # `.w` of a 3-vector: say so
         return getattr(value, node.attr)
 
     def visit_Resolved(self, node):
@@ -476,6 +513,8 @@ class KernelBuilder(ast.NodeVisitor):
         fold = _INT_BINOPS.get(type(node.op))
         if fold and ops.is_integer(left) and ops.is_integer(right):
             return ops.fold_ints(fold, int(left), int(right))     # as the kernel computes it
+        if isinstance(node.op, ast.Mod) and isinstance(left, str) and printing.has_values(right):
+            return printing.percent_format(left, right)      # "x[%d] = %f" % (i, v): a Text
         op = _BINOPS.get(type(node.op))
         self._no_struct_operands(node, left, right)
         result = op(left, right)
@@ -629,6 +668,8 @@ class KernelBuilder(ast.NodeVisitor):
             if len(node.args) != 2:
                 raise self.error(node, f'atomic_{kind} takes two arguments')
             return self.atomic(node, kind, node.args[0], self.visit(node.args[1]))
+        if isinstance(fn, (Func, BoundFunc)):
+            return self._call_func(node, fn)
         args = []
         for a in node.args:
             if isinstance(a, ast.Starred):
@@ -636,15 +677,73 @@ class KernelBuilder(ast.NodeVisitor):
             else:
                 args.append(self.visit(a))
         kwargs = {kw.arg: self.visit(kw.value) for kw in node.keywords}
-        if isinstance(fn, Func):
-            return self.inline(node, fn, args, kwargs)
-        if isinstance(fn, BoundFunc):               # a method: its object is `self`
-            return self.inline(node, fn.func, [fn.obj] + args, kwargs)
+        if _is_str_format(fn) and printing.has_values(args + list(kwargs.values())):
+            return printing.str_format(fn.__self__, args, kwargs)     # as an f-string would
+        if fn is str and len(args) == 1 and not kwargs and printing.has_values(args[0]):
+            return printing.formatted(args[0], '')      # str(v): a Text, for print and assert
         if getattr(fn, '_kernel_transform', False):      # ti.ad.grad / jvp / vjp of a ti.func
             return fn.apply(self, node, args, kwargs)
         if getattr(fn, '_is_kernel', False):
             raise self.error(node, 'calling a kernel from a kernel is not supported; use a ti.func')
         return fn(*args, **kwargs)
+
+    def _call_func(self, node, fn):
+        """A ti.func call: an argument of a ti.template() parameter that names a local (or a
+        field element) is passed as that variable, by reference; the others by value."""
+        func, args = (fn.func, [fn.obj]) if isinstance(fn, BoundFunc) else (fn, [])
+        params = list(func.signature.parameters.values())
+        for a in node.args:
+            if isinstance(a, ast.Starred):
+                args.extend(self.visit(a.value))
+                continue
+            param = params[len(args)] if len(args) < len(params) else None
+            args.append(self._argument(a, param))
+        named = func.signature.parameters
+        kwargs = {kw.arg: self._argument(kw.value, named.get(kw.arg)) for kw in node.keywords}
+        return self.inline(node, func, args, kwargs)
+
+    def _argument(self, node, param):
+        template = param is not None and param.kind in (param.POSITIONAL_ONLY, param.POSITIONAL_OR_KEYWORD,
+                                                        param.KEYWORD_ONLY) and \
+            _is_template_annotation(param.annotation)
+        reference = self._reference(node) if template else None
+        return self.visit(node) if reference is None else reference
+
+    def _reference(self, node):
+        """What a ti.template() argument names that can be assigned: a local, an entry of a
+        local vector (`v[0]`, `v.x`), a field or ndarray element or one of its components;
+        None for anything else (passed as its value)."""
+        node = self._member_node(node)
+        if isinstance(node, (ast.Name, Resolved)):
+            var = self._lookup_var(node)
+            return var if isinstance(var, (Var, MatVar, StructVar)) else None
+        if isinstance(node, ast.Attribute):
+            owner = self._reference(node.value) if _component_of(node.attr) is not None else None
+            if isinstance(owner, MatVar) and len(owner.shape) == 1:
+                return owner.vars[_component_of(node.attr, node, self, owner.shape)]
+            return None
+        if not isinstance(node, ast.Subscript):
+            return None
+        owner = self._reference(node.value)
+        if isinstance(owner, MatVar):
+            index = self.visit(node.slice)
+            if not _constant_component(index, owner.shape):
+                return None
+            return owner.vars[_flat_component(self, node, owner.shape, index)]
+        if owner is not None or not isinstance(node.value, (ast.Name, ast.Attribute, Resolved)):
+            return None
+        return self._element_reference(node)
+
+    def _element_reference(self, node):
+        """`f[i]` of a field or ndarray as a variable whose reads and writes go to memory."""
+        target = self.visit(node.value)
+        if not isinstance(target, (Field, NdarrayArg)):
+            return None
+        indices = self._indices(node, target, self.visit(node.slice))
+        if not target.element_shape:
+            return ElementRef(target, indices, 0)
+        count = int(np.prod(target.element_shape))
+        return MatVar(target.element_shape, [ElementRef(target, indices, c) for c in range(count)])
 
     def visit_ListComp(self, node):
         return self._comprehension(node, list)
@@ -783,8 +882,17 @@ class KernelBuilder(ast.NodeVisitor):
     def atomic(self, node, kind, target_node, value):
         """`ti.atomic_add(f[i], v)` and friends: the first argument must be a global element."""
         target_node = self._member_node(target_node)
+        var = self._local_target(target_node)
+        if var is not None:             # a local, or an entry of one: Taichi allows it
+            return self._accumulate(node, var, kind, value)
+        if isinstance(target_node, ast.Attribute) and _component_of(target_node.attr) is not None:
+            element = self._vector_element(target_node.value)
+            if element is not None:     # ti.atomic_add(f[i].x, v): one component
+                return self._store_component(node, element[0], self.visit(element[1]),
+                                             _component_of(target_node.attr), value, atomic=kind)
         if not isinstance(target_node, ast.Subscript):
-            raise self.error(node, f'atomic_{kind} needs a field or ndarray element as its first argument')
+            raise self.error(node, f'atomic_{kind} needs a variable or a field or ndarray element as its '
+                                   f'first argument')
         element = self._vector_element(target_node.value)
         if element is not None:          # ti.atomic_add(u[i][k], v): one component
             return self._store_component(node, element[0], self.visit(element[1]),
@@ -794,8 +902,34 @@ class KernelBuilder(ast.NodeVisitor):
             raise self.error(node, f'atomic_{kind} of a whole struct is not supported: apply it to its '
                                    f'members ({target.name}[i].{target.keys[0]}, ...)', TaichiTypeError)
         if not isinstance(target, (Field, NdarrayArg)):
-            raise self.error(node, f'atomic_{kind} needs a field or ndarray element as its first argument')
+            raise self.error(node, f'atomic_{kind} needs a variable or a field or ndarray element as its '
+                                   f'first argument')
         return self._global_write(node, target, self.visit(target_node.slice), value, atomic=kind)
+
+    def _local_target(self, node):
+        """The local variable (Var or MatVar) that an atomic's target names: `a`, `v[k]` or
+        `v.x` of a local vector; None when it names no local."""
+        if isinstance(node, (ast.Name, Resolved)):
+            var = self._lookup_var(node)
+            if isinstance(var, StructVar):
+                raise self.error(node, 'an atomic operation on a whole struct is not supported: apply it '
+                                       'to its members', TaichiTypeError)
+            return var if isinstance(var, (Var, MatVar)) else None
+        if isinstance(node, ast.Attribute) and _component_of(node.attr) is not None:
+            owner = self._local_target(self._member_node(node.value))
+            if isinstance(owner, MatVar):
+                return owner.vars[_component_of(node.attr, node, self, owner.shape)]
+            return None
+        if isinstance(node, ast.Subscript):
+            owner = self._local_target(self._member_node(node.value))
+            if isinstance(owner, MatVar):
+                index = self.visit(node.slice)
+                comps = index if isinstance(index, tuple) else (index,)
+                if len(comps) == 1 and len(owner.shape) == 2:           # a row of a matrix
+                    m = owner.shape[1]
+                    return MatVar((m,), owner.vars[comps[0] * m:(comps[0] + 1) * m])
+                return owner.vars[_flat_component(self, node, owner.shape, comps)]
+        return None
 
     # --- statements -------------------------------------------------------------
     def visit_Expr(self, node):
@@ -841,7 +975,7 @@ class KernelBuilder(ast.NodeVisitor):
             if resolved is not target:
                 return self._assign(resolved, value, is_static)
             owner = self._lookup_var(target.value)
-            comp = 'xyzw'.index(target.attr) if target.attr in 'xyzw' and len(target.attr) == 1 else None
+            comp = _component_of(target.attr, target, self, getattr(owner, 'shape', None))
             if isinstance(owner, MatVar) and comp is not None:
                 return owner.vars[comp].store(value)
             element = self._vector_element(target.value)
@@ -872,6 +1006,7 @@ class KernelBuilder(ast.NodeVisitor):
         for scope in reversed(self.frame.scopes):
             if name in scope and isinstance(scope[name], (Var, MatVar, StructVar)):
                 return self._store_var(target, scope[name], value)
+        self._not_an_expression_param(target, name)
         scope = self.frame.scopes[-1]
         if is_static or not (ops.is_value(value) or isinstance(value, (Matrix, Struct)) or
                              (ops.is_number(value) and not isinstance(value, bool))):
@@ -904,7 +1039,16 @@ class KernelBuilder(ast.NodeVisitor):
         if isinstance(owner, (list, dict)) and not ops.is_value(index):
             owner[index] = value
             return
+        if isinstance(owner_node, ast.Name):
+            self._not_an_expression_param(target, owner_node.id)
         raise self.error(target, f'cannot assign to an element of {type(owner).__name__}')
+
+    def _not_an_expression_param(self, target, name):
+        if self.frame.is_expression_param(name):
+            raise self.error(target, f'`{name}` is a ti.template() parameter bound to an expression, not '
+                                     f'to a variable, an entry of a local vector at a constant index or a '
+                                     f'field element: it cannot be assigned to (pass one of those to change '
+                                     f'it by reference, or copy it into a new local)')
 
     def _vector_element(self, node):
         """(field, index node) when `node` is `f[i]` of a vector or matrix field or ndarray;
@@ -950,18 +1094,8 @@ class KernelBuilder(ast.NodeVisitor):
         value = self.visit(node.value)
         if isinstance(target, (ast.Name, Resolved)) and isinstance(node.op, (ast.Add, ast.Sub)):
             var = self._lookup_var(target)
-            kind = 'add' if isinstance(node.op, ast.Add) else 'sub'
-            if self._shared(var):
-                ops.emit('local_atomic', [var.alloca, ops.as_value(value, var.dtype)], var.dtype, kind=kind)
-                return
-            if isinstance(var, MatVar) and any(map(self._shared, var.vars)):   # entry by entry
-                entries = value.entries if isinstance(value, Matrix) else [value] * len(var.vars)
-                if len(entries) != len(var.vars):
-                    name = target.id if isinstance(target, ast.Name) else target.name
-                    raise self.error(node, f'cannot add a matrix of shape {value.shape} to `{name}` '
-                                           f'of shape {var.shape}', TaichiTypeError)
-                for v, entry in zip(var.vars, entries):
-                    ops.emit('local_atomic', [v.alloca, ops.as_value(entry, v.dtype)], v.dtype, kind=kind)
+            if self._needs_atomic(var):         # shared by threads, or memory (an ElementRef)
+                self._accumulate(node, var, 'add' if isinstance(node.op, ast.Add) else 'sub', value)
                 return
         if isinstance(target, ast.Subscript):
             owner_node = self._member_node(target.value)
@@ -983,6 +1117,32 @@ class KernelBuilder(ast.NodeVisitor):
         if result is NotImplemented:
             raise self.error(node, 'unsupported operands for augmented assignment', TaichiTypeError)
         self._assign(target, result)
+
+    def _needs_atomic(self, var):
+        if isinstance(var, MatVar):
+            return any(map(self._needs_atomic, var.vars))
+        return isinstance(var, ElementRef) or self._shared(var)
+
+    def _accumulate(self, node, var, kind, value):
+        """`var = var <kind> value` for a local (entry by entry for a vector): atomic where
+        threads share it or it is memory. Returns the old value, as ti.atomic_* does."""
+        if isinstance(var, MatVar):
+            entries = value.entries if isinstance(value, Matrix) else [value] * len(var.vars)
+            if len(entries) != len(var.vars):
+                raise self.error(node, f'cannot apply atomic_{kind} of a matrix of shape {value.shape} '
+                                       f'to a variable of shape {var.shape}', TaichiTypeError)
+            old = [self._accumulate(node, v, kind, e) for v, e in zip(var.vars, entries)]
+            return Matrix._make(var.shape, old)
+        if isinstance(value, Matrix):
+            raise self.error(node, f'cannot apply atomic_{kind} of a matrix to a scalar', TaichiTypeError)
+        value = ops.as_value(value, var.dtype)
+        if isinstance(var, ElementRef):
+            return var.accumulate(kind, value)
+        if self._shared(var):
+            return ops.emit('local_atomic', [var.alloca, value], var.dtype, kind=kind)
+        old = var.load()
+        var.store(_COMBINE[kind](old, value))
+        return old
 
     def visit_If(self, node):
         cond = self.visit(node.test)
@@ -1166,6 +1326,7 @@ class KernelBuilder(ast.NodeVisitor):
             raise self.error(node, f'this kernel returns {structs.type_name(self.return_type)}: {exc}',
                              TaichiTypeError) from None
         slots = structs.slot_types(self.return_type)
+        self.returns_seen += 1
         self.builder.emit('return', [ops.as_value(x, t) for x, t in zip(scalars, slots)])
 
     def _early_return(self, node, value):
@@ -1237,7 +1398,7 @@ class KernelBuilder(ast.NodeVisitor):
         for p in params:
             value = bound.arguments[p.name]
             if _is_template_annotation(p.annotation):
-                scope[p.name] = value
+                scope[p.name] = value           # a variable stays itself: passed by reference
             else:
                 scope[p.name] = self._bind_param(value)
         if len(self.frames) > _MAX_FUNC_DEPTH:
@@ -1249,6 +1410,8 @@ class KernelBuilder(ast.NodeVisitor):
                               'recursion at compile time' if calls_itself else
                               'the compiler inlines every call; flatten the chain'))
         frame = FunctionContext(source, scope)
+        frame.expression_params = {p.name for p in params if _is_template_annotation(p.annotation)
+                                   and _holds_values(scope[p.name])}
         frame.body_block = self.builder.block
         frame.loop_depth = len(self.loops)
         if _returns_in_control_flow(source.node):
@@ -1259,6 +1422,10 @@ class KernelBuilder(ast.NodeVisitor):
         self.frames.append(frame)
         try:
             self._visit_body(source.node.body)
+            annotation = func.signature.return_annotation
+            if annotation not in (inspect.Signature.empty, None) and not (frame.has_returned or frame.returns):
+                raise self.error(source.node, f'ti.func {func.fn.__name__} has a return type but does not '
+                                              f'have a return statement')
         finally:
             self.frames.pop()
         if frame.result is not None:
@@ -1334,8 +1501,27 @@ def _flat_component(kb, node, shape, comp):
         raise kb.error(node, f'component index {comp} does not match element shape {shape}')
     flat = 0
     for c, n in zip(comp, shape):
-        flat = flat * n + c
+        if not -n <= c < n:         # past the element: it would touch the next one
+            raise kb.error(node, f'component index {comp} is out of range for an element of shape {shape}',
+                           TaichiTypeError)
+        flat = flat * n + c % n
     return flat
+
+
+def _component_of(attr, node=None, kb=None, shape=None):
+    """The entry that `.x`, `.y`, `.z` or `.w` names (None for another attribute); with `shape`,
+    an error naming the line when the vector has no such entry."""
+    if len(attr) != 1 or attr not in 'xyzw':
+        return None
+    k = 'xyzw'.index(attr)
+    if shape is not None and len(shape) == 1 and k >= shape[0]:
+        raise kb.error(node, f'.{attr} needs a vector of at least {k + 1} entries; this one has {shape[0]}',
+                       TaichiTypeError)
+    return k
+
+
+def _is_str_format(fn):
+    return isinstance(getattr(fn, '__self__', None), str) and getattr(fn, '__name__', None) == 'format'
 
 
 def _as_load(target):
@@ -1494,6 +1680,8 @@ _BINOPS = _binop_table()
 _INT_BINOPS = {ast.Add: 'add', ast.Sub: 'sub', ast.Mult: 'mul', ast.FloorDiv: 'floordiv', ast.Mod: 'mod',
                ast.Pow: 'pow', ast.BitAnd: 'bit_and', ast.BitOr: 'bit_or', ast.BitXor: 'bit_xor',
                ast.LShift: 'shl', ast.RShift: 'shr'}
+_COMBINE = {'add': operator.add, 'sub': operator.sub, 'min': tmath.min, 'max': tmath.max,
+            'and': operator.and_, 'or': operator.or_, 'xor': operator.xor}
 _COMPARE = {ast.Lt: lambda a, b: a < b, ast.LtE: lambda a, b: a <= b, ast.Gt: lambda a, b: a > b,
             ast.GtE: lambda a, b: a >= b, ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b,
             ast.Is: lambda a, b: a is b, ast.IsNot: lambda a, b: a is not b,

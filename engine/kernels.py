@@ -138,7 +138,7 @@ class Kernel:
     # --- launch ----------------------------------------------------------------
     def __call__(self, *args, **kwargs):
         try:
-            if kwargs:
+            if kwargs or len(args) != len(self.specs):     # keywords, defaults, or an error
                 args = self._bind(args, kwargs)
             compiled = self.compiled(args)
             launched = compiled if forward.active is None else compiled.with_tangents()
@@ -176,6 +176,7 @@ class Kernel:
             bound = self.signature.bind(*args, **kwargs)
         except TypeError as exc:
             raise _call_error(self, str(exc)) from None
+        bound.apply_defaults()
         return tuple(bound.arguments[s.name] for s in self.specs)
 
     def _check_args(self, args):
@@ -199,6 +200,27 @@ class Kernel:
             if spec.kind == 'ndarray' and not T.has_numpy(_as_array(value).dtype):
                 raise _call_error(self, f'argument {spec.name!r} of kernel {self.name}(): ndarrays of '
                                         f'dtype {_as_array(value).dtype} are not supported')
+            if spec.kind == 'ndarray' and isinstance(spec.annotation, NdarrayType):
+                self._check_ndarray(spec, value)
+
+    def _check_ndarray(self, spec, value):
+        """An ndarray argument against its annotation: the element type is not converted
+        (the kernel writes the caller's memory), and the dimensions must match."""
+        annotation, array = spec.annotation, _as_array(value)
+        where = f'argument {spec.name!r} of kernel {self.name}()'
+        wanted = structs.element_dtype(annotation.dtype) if annotation.dtype is not None else None
+        given = T.from_numpy(array.dtype)
+        if wanted is not None and wanted is not given:
+            raise _call_error(self, f'{where}: required element type {wanted}, but the array has element type '
+                                    f'{given} (numpy {array.dtype}); convert it, e.g. with .astype(np.{wanted.np})')
+        element_shape = _element_shape(spec, value)
+        if structs.kind_of(annotation.dtype) == 'matrix' and element_shape != structs.matrix_shape(annotation.dtype):
+            raise _call_error(self, f'{where}: elements of shape {structs.matrix_shape(annotation.dtype)} are '
+                                    f'required, the array has {element_shape} (array shape {array.shape})')
+        ndim = array.ndim - len(element_shape)
+        if annotation.ndim is not None and ndim != annotation.ndim:
+            raise _call_error(self, f'{where}: argument mismatch: ndim={annotation.ndim} is required, the '
+                                    f'array has {ndim} (array shape {array.shape})')
 
     # --- compilation -------------------------------------------------------------
     def compile(self, args, prog):
@@ -338,7 +360,7 @@ class AdjointKernel:
     def __call__(self, *args, **kwargs):
         try:
             kernel = self.kernel
-            if kwargs:
+            if kwargs or len(args) != len(kernel.specs):
                 args = kernel._bind(args, kwargs)
             primal = kernel.compiled(args)
             if primal.program.config.ad_validation and primal.access_summary().violation:

@@ -44,7 +44,22 @@ sin, cos, tan = _unary('sin'), _unary('cos'), _unary('tan')
 asin, acos, atan = _unary('asin'), _unary('acos'), _unary('atan')
 tanh, exp, log = _unary('tanh'), _unary('exp'), _unary('log')
 sqrt, rsqrt = _unary('sqrt'), _unary('rsqrt')
-floor, ceil, round = _unary('floor'), _unary('ceil'), _unary('round')
+def _rounding(name):
+    """floor, ceil and round: `ti.floor(x, ti.i32)` also casts the result to the dtype."""
+    unary = _unary(name)
+
+    def fn(x, dtype=None):
+        result = unary(x)
+        if dtype is None:
+            return result
+        if T.resolve(dtype) is None:
+            raise TaichiTypeError(f'{name}(x, dtype): {dtype!r} is not a data type (ti.i32, ti.f32, ...)')
+        return cast(result, dtype)
+    fn.__name__, fn.__doc__ = name, unary.__doc__ + ' With a dtype, the result is cast to it.'
+    return fn
+
+
+floor, ceil, round = _rounding('floor'), _rounding('ceil'), _rounding('round')
 abs = _unary('abs')
 atan2 = _binary('atan2')
 bit_and, bit_or, bit_xor = _binary('bit_and'), _binary('bit_or'), _binary('bit_xor')

@@ -12,11 +12,14 @@ sys.stdout in the order they were made. The interpreter renders the same Formats
 the values it computes. A failed run-time assert (debug mode) renders its message with
 the same machinery, from the values it left in the runtime's error words.
 """
+import re
+import string
 import sys
 
 import numpy as np
 
 from . import ops
+from . import dtypes as T
 from . import runtime as rt
 from .errors import TaichiAssertionError
 from .ir import current_builder, walk
@@ -45,6 +48,16 @@ class Text:
     def __str__(self):
         return ''.join(p if isinstance(p, str) else '{...}' for p in self.pieces)
 
+    def __add__(self, other):           # 'x = ' + str(v): still a Text
+        if not isinstance(other, (str, Text)):
+            return NotImplemented
+        return joined([self, other])
+
+    def __radd__(self, other):
+        if not isinstance(other, str):
+            return NotImplemented
+        return joined([other, self])
+
 
 _CONVERSIONS = {ord('s'): str, ord('r'): repr, ord('a'): ascii}
 
@@ -53,7 +66,7 @@ def formatted(value, spec, conversion=-1):
     """One replacement field `{value!conversion:spec}` of an f-string in a kernel: text when
     the value is known at compile time, else a Text (a run-time number is shown the same by
     str, repr and ascii, so the conversion does not matter there)."""
-    if isinstance(value, (Matrix, Text)) or ops.is_value(value) or _has_values(value):
+    if isinstance(value, (Matrix, Text)) or ops.is_value(value) or has_values(value):
         return Text(pieces_of(value, spec))
     convert = _CONVERSIONS.get(conversion)
     return format(convert(value) if convert else value, spec)
@@ -66,6 +79,101 @@ def joined(parts):
     return Text(piece for p in parts for piece in (p.pieces if isinstance(p, Text) else (p,)))
 
 
+def str_format(template, args, kwargs):
+    """`template.format(*args, **kwargs)` in a kernel with run-time values: a Text (the
+    same as the f-string with those fields). Fields may be automatic (`{}`), numbered or
+    named, with attribute and index access (`{0.x}`, `{v[1]}`) and a compile-time spec."""
+    formatter, parts, numbering = string.Formatter(), [], []
+    for literal, field, spec, conversion in formatter.parse(template):
+        parts.append(literal)
+        if field is None:
+            continue
+        automatic = field == '' or field[0] in '.['
+        if field[:1].isdigit() or automatic:
+            numbering.append(automatic)
+            if len(set(numbering)) > 1:
+                raise ValueError('cannot mix automatic ({}) and manual ({0}) field numbering')
+        if automatic:
+            field = f'{len(numbering) - 1}{field}'
+        value, _ = formatter.get_field(field, args, kwargs)
+        spec = _nested_spec(formatter, spec, args, kwargs) if '{' in spec else spec
+        parts.append(formatted(value, spec, ord(conversion) if conversion else -1))
+    return joined(parts)
+
+
+def _nested_spec(formatter, spec, args, kwargs):
+    """A spec with fields in it (`{:>{w}}`): they must be named or numbered, and known at
+    compile time."""
+    text = []
+    for literal, field, inner, conversion in formatter.parse(spec):
+        text.append(literal)
+        if field is None:
+            continue
+        if field == '' or field[0] in '.[':
+            raise ValueError('a field inside a format spec in a kernel must be named or numbered ({w} or {1})')
+        value, _ = formatter.get_field(field, args, kwargs)
+        if has_values(value):
+            raise TypeError('the format spec must be known at compile time')
+        text.append(formatter.format_field(formatter.convert_field(value, conversion), inner))
+    return ''.join(text)
+
+
+_PERCENT = re.compile(r'%(?:\((?P<key>[^)]*)\))?(?P<flags>[-+ #0]*)(?P<width>\d*)(?:\.(?P<precision>\d+))?'
+                      r'[hlL]?(?P<type>[diouxXeEfFgGrsa%])')
+
+
+def percent_format(template, operand):
+    """`template % operand` in a kernel with run-time values (an assert message): a Text.
+    Conversions d i u o x X e E f F g G s r a with flags, width and precision; `%c` and
+    `*` widths are not supported."""
+    mapping = operand if isinstance(operand, dict) else None
+    values = iter(() if mapping is not None else operand if isinstance(operand, tuple) else (operand,))
+    parts, pos = [], 0
+    for match in _PERCENT.finditer(template):
+        parts.append(template[pos:match.start()])
+        pos = match.end()
+        if match['type'] == '%':
+            parts.append('%')
+            continue
+        value = mapping[match['key']] if match['key'] is not None else next(values, _MISSING)
+        if value is _MISSING:
+            raise TypeError('not enough arguments for format string')
+        kind = match['type']
+        conversion = ord(kind) if kind in 'sra' else -1
+        parts.append(formatted(_percent_value(value, kind), _percent_spec(match), conversion))
+    if _MISSING is not next(values, _MISSING):
+        raise TypeError('not all arguments converted during string formatting')
+    rest = template[pos:]
+    if '%' in rest:
+        raise ValueError(f'unsupported format in {template!r} at {rest[rest.index("%"):]!r} (%c and * '
+                         f'widths are not supported in kernels)')
+    return joined(parts + [rest])
+
+
+_MISSING = object()
+
+
+def _percent_value(value, kind):
+    """%d of a float truncates it, as Python's % does."""
+    if kind in 'diu' and ops.is_value(value) and value.dtype.is_float:
+        return ops.cast(value, T.i64)
+    if kind in 'diu' and isinstance(value, float):
+        return int(value)
+    return value
+
+
+def _percent_spec(match):
+    """The format() spec of one %-conversion."""
+    kind, flags, width, precision = match['type'], match['flags'], match['width'], match['precision']
+    if kind in 'sra':
+        return ('<' if '-' in flags else '>') + width if width else ''
+    spec = ('<' if '-' in flags else '') + ('+' if '+' in flags else ' ' if ' ' in flags else '')
+    spec += '#' if '#' in flags else ''
+    spec += '0' if '0' in flags and '-' not in flags else ''
+    spec += width + (f'.{precision}' if precision is not None and kind not in 'diuoxX' else '')
+    return spec + ('d' if kind in 'iu' else kind)
+
+
 def pieces_of(arg, spec=''):
     """An argument of print or a value of an f-string as text and Slots. Vectors and matrices
     show as nested lists, each entry with the spec."""
@@ -75,15 +183,15 @@ def pieces_of(arg, spec=''):
         return [Slot(arg, spec)]
     if isinstance(arg, Matrix):
         return _bracketed(_rows(arg.shape, arg.entries), '[', ']', spec)
-    if isinstance(arg, (list, tuple)) and _has_values(arg):
+    if isinstance(arg, (list, tuple)) and has_values(arg):
         opening, closing = ('[', ']') if isinstance(arg, list) else ('(', ',)' if len(arg) == 1 else ')')
         return _bracketed(arg, opening, closing, spec)
     return [format(arg, spec) if spec else str(arg)]
 
 
-def _has_values(arg):
+def has_values(arg):
     if isinstance(arg, (list, tuple)):
-        return any(_has_values(a) for a in arg)
+        return any(has_values(a) for a in arg)
     return ops.is_value(arg) or isinstance(arg, (Matrix, Text))
 
 

@@ -315,6 +315,9 @@ class ReversePass:
     def reverse_local_atomic(self, s):
         cell, value = s.args
         if cell.dtype.is_float:
+            if s.attrs['kind'] not in ('add', 'sub'):
+                raise self.error(s, f'atomic_{s.attrs["kind"]} on a float variable that the threads of a '
+                                    f'parallel loop share is not differentiable')
             self.adj_cell(cell)
             g = self.load_adj(cell)
             self.accumulate(value, g if s.attrs['kind'] == 'add' else -g)

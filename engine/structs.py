@@ -140,6 +140,11 @@ def _shape(t):
     return (t[1],) if t[0] == 'vector' else (t[1], t[2])
 
 
+def matrix_shape(t):
+    """The shape of a vector or matrix type."""
+    return _shape(t)
+
+
 def type_name(t):
     kind = kind_of(t)
     if kind == 'matrix':

@@ -8,6 +8,7 @@ import numpy as np
 
 from . import forward, replay, rules, runtime
 from .errors import USER_ERRORS, user_frames_only
+from .fields import Field, Ndarray
 
 recording = None   # the Tape being recorded, if any
 
@@ -45,7 +46,12 @@ class Tape:
         self.native = replay.LaunchList()   # every recorded kernel launch, in order
         self.units = []      # (kernel launches recorded before it, Unit) for the other units
         self.suspended = 0
+        self.no_grad_depth = 0    # > 0 inside a call of a ti.ad.no_grad Python function
         self.snapshot = None
+
+    def skips(self, kernel):
+        """Whether a launch of `kernel` stays out of the backward pass (ti.ad.no_grad)."""
+        return kernel.no_grad or self.no_grad_depth > 0
 
     def check(self, kernel, compiled, args):
         """Before a launch: the global data access rules (engine/rules.py). Saves what the
@@ -56,14 +62,15 @@ class Tape:
         if self.checker is None or self.suspended:
             return None
         summary = compiled.access_summary()
-        if not kernel.no_grad and summary.violation:
+        no_grad = self.skips(kernel)
+        if not no_grad and summary.violation:
             raise summary.violation
         key = _args_key(args)
-        saves, touched = self.checker.launch(summary, args, None if kernel.no_grad else kernel.name,
+        saves, touched = self.checker.launch(summary, args, None if no_grad else kernel.name,
                                              (id(compiled), key))
         if saves:
             self._save(saves, f'kernel {kernel.name}')
-        if kernel.no_grad:
+        if no_grad:
             if touched and summary.stores_with_grad:
                 # it overwrites what the tape used: the gradient of the old values ends here
                 self.record_custom(lambda *a: compiled.constant_adjoint_compiled().launch(a), args,
@@ -96,7 +103,7 @@ class Tape:
     def record(self, kernel, args, compiled, launched):
         """A launch of `kernel`: primal code `compiled`, run as `launched` (whose buffer
         holds the packed arguments)."""
-        if self.suspended or kernel.no_grad:
+        if self.suspended or self.skips(kernel):
             return
         self.native.add(compiled, launched.buffer, kernel, args)
         if compiled.layout.ndarrays and self.clear_gradients:
@@ -149,6 +156,8 @@ class Tape:
         so), and at every call when the tape checks every launch."""
         if self.suspended:
             return True
+        if self.no_grad_depth:
+            return False        # its launches run one by one, each as a no_grad launch
         if self.checker is not None:
             if self.check_every_launch or not recording.checked:
                 recording.checked = True
@@ -189,6 +198,8 @@ class Tape:
             _check_loss(self.loss)
             if self.clear_gradients:
                 runtime.program().clear_gradients()
+                if isinstance(self.loss, Ndarray):      # zeroed now: the launches keep its seed
+                    self.clear_ndarray_gradient(self.loss)
             self.loss[None] = 0
             self.loss.grad[None] = 1
         if self.grad_check:
@@ -287,12 +298,16 @@ def _python_backward(recording):
 
 
 def _check_loss(loss):
-    shape = getattr(loss, 'shape', None)
+    if not isinstance(loss, (Field, Ndarray)):
+        raise TypeError(f'the loss of ti.ad.Tape must be a 0-D field or ti.ndarray, got {type(loss).__name__}')
+    shape = loss.shape
     if shape != ():
-        raise ValueError(f'the loss of ti.ad.Tape must be a 0-D field (shape ()), got shape {shape}')
-    if getattr(loss, 'element_shape', ()):
+        what = 'ti.ndarray' if isinstance(loss, Ndarray) else 'field'
+        raise ValueError(f'the loss of ti.ad.Tape must be a 0-D {what} (shape ()), got shape {shape}')
+    if loss.element_shape:
         raise ValueError(f'the loss of ti.ad.Tape must be a scalar; {loss.name} holds elements of '
                          f'shape {loss.element_shape} (sum them into a 0-D scalar field)')
-    if loss.grad is None or not loss.grad.placed:
-        raise ValueError(f'the loss {loss.name} needs a gradient: declare it with needs_grad=True '
-                         f'or call ti.root.lazy_grad()')
+    if loss.grad is None or isinstance(loss, Field) and not loss.grad.placed:
+        fix = 'ti.ndarray(..., needs_grad=True)' if isinstance(loss, Ndarray) else \
+            'needs_grad=True or call ti.root.lazy_grad()'
+        raise ValueError(f'the loss {loss.name} needs a gradient: declare it with {fix}')
