@@ -21,7 +21,7 @@ from .errors import (SourceLocation, TaichiCompilationError, TaichiNameError,
                      TaichiSyntaxError, TaichiTypeError)
 from .fields import Field, StructField
 from .ir import Block, Builder, building
-from .matrix import Matrix
+from .matrix import Matrix, swizzle
 from .structs import Struct
 from . import math as tmath
 
@@ -218,7 +218,9 @@ _BUILTINS = {
     'min': tmath.min, 'max': tmath.max, 'enumerate': enumerate, 'zip': zip,
     'isinstance': isinstance, 'list': list, 'tuple': tuple, 'bool': None, 'pow': tmath.pow,
     'True': True, 'False': False, 'None': None, 'print': printing.kernel_print, 'reversed': reversed,
-    'sum': sum, 'any': any, 'all': all, 'type': type, 'round': tmath.round,
+    'sum': sum, 'type': type, 'round': tmath.round,
+    'any': lambda x: x.any() if isinstance(x, Matrix) else any(x),      # Taichi's any(v) of a vector
+    'all': lambda x: x.all() if isinstance(x, Matrix) else all(x),
 }
 
 
@@ -1509,11 +1511,12 @@ def _flat_component(kb, node, shape, comp):
 
 
 def _component_of(attr, node=None, kb=None, shape=None):
-    """The entry that `.x`, `.y`, `.z` or `.w` names (None for another attribute); with `shape`,
-    an error naming the line when the vector has no such entry."""
-    if len(attr) != 1 or attr not in 'xyzw':
+    """The entry that a one-letter swizzle (`.x`..`.w`, `.r`..`.a`, `.s`..`.q`) names (None for
+    another attribute); with `shape`, an error naming the line when the vector has no such entry."""
+    picks = swizzle(attr)
+    if picks is None or len(picks) != 1:
         return None
-    k = 'xyzw'.index(attr)
+    k = picks[0]
     if shape is not None and len(shape) == 1 and k >= shape[0]:
         raise kb.error(node, f'.{attr} needs a vector of at least {k + 1} entries; this one has {shape[0]}',
                        TaichiTypeError)

@@ -129,7 +129,7 @@ class Matrix:
     # Kernels reach them too (the frontend loads a vector as a Matrix of values), so they
     # differentiate as any entry does.
     def __getattr__(self, name):        # only for names that are no attribute
-        picks = _swizzle(name)
+        picks = swizzle(name)
         if picks is None or 'entries' not in self.__dict__:
             raise AttributeError(f"'{type(self).__name__}' object has no attribute {name!r}")
         self._check_swizzle(name, picks)
@@ -138,7 +138,7 @@ class Matrix:
         return Matrix._make((len(picks),), [self.entries[k] for k in picks])
 
     def __setattr__(self, name, value):
-        picks = _swizzle(name)
+        picks = swizzle(name)
         if picks is None:
             return object.__setattr__(self, name, value)
         self._check_swizzle(name, picks)
@@ -369,7 +369,7 @@ class Vector(Matrix):
 _SWIZZLE_GROUPS = ('xyzw', 'rgba', 'stpq')
 
 
-def _swizzle(name):
+def swizzle(name):
     """The entries a swizzle picks (`zyx` -> (2, 1, 0)), or None for any other name: up
     to four letters, all of one group."""
     if not 1 <= len(name) <= 4:

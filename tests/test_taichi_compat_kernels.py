@@ -522,3 +522,19 @@ def test_a_component_past_the_end_of_a_vector_names_the_line():
     with pytest.raises(ti.TaichiTypeError, match='out of range for an element of shape'):
         write_field()
     assert f.to_numpy().tolist() == [[0.0] * 3] * 2
+
+
+def test_any_all_and_colour_and_texture_components_of_vectors_in_kernels():
+    ti.init(arch=ti.cpu, default_fp=ti.f64)
+    v = ti.Vector.field(3, float, shape=2)
+
+    @ti.kernel
+    def k() -> ti.types.vector(5, float):
+        a = ti.Vector([1.0, 0.0, 3.0])
+        a.r = 5.0
+        ti.atomic_add(a.b, 1.0)
+        v[0].g = 2.0
+        return ti.Vector([a.r, a.b, any(a > 4), all(a > 0), a.s + a.p])
+
+    assert k().to_list() == [5.0, 4.0, 1.0, 0.0, 9.0]
+    assert v[0].to_list() == [0.0, 2.0, 0.0]
