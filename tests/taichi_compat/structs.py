@@ -125,6 +125,6 @@ def add_index(a: ti.types.ndarray(dtype=vec3, ndim=1)):
         a[i] += vec3(i)
 
 
-grid = ti.Vector.ndarray(3, ti.f32, shape=3)
+grid = ti.ndarray(vec3, shape=3)                 # f64 elements, as the annotation asks
 add_index(grid)
 print('ndarray', grid.to_numpy().sum(axis=1).tolist())
