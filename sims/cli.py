@@ -106,8 +106,7 @@ def main(sim_class, argv=None):
     except (UsageError, runs.RunError) as e:
         parser.exit(EXIT_USAGE, f'{parser.prog} {args.command}: error: {e}\n')
     except KeyboardInterrupt:
-        where = f'; the last checkpoint is in {args.out}' if args.command == 'train' else ''
-        parser.exit(EXIT_STOPPED, f'\nstopped at once{where}\n')
+        parser.exit(EXIT_STOPPED, '\nstopped at once' + (_resume_hint(sim_class, args) if args.command == 'train' else '\n'))
     if status:
         sys.exit(status)
 
@@ -120,6 +119,7 @@ def _train(sim_class, args):
         if sim.cfg.iters < done:
             raise UsageError(f'{args.out} has {done} iterations already; --iters must be at least that')
     else:
+        _check_config(sim_class, args.quick, _given(sim_class, args))     # the flags first
         _check_free(sim_class, args, run)
         sim = _create(sim_class, args.quick, args.threads, _given(sim_class, args))
     say = _printer(args)
@@ -130,11 +130,18 @@ def _train(sim_class, args):
             f'the last parameters are in checkpoint.npz')
     say(f'wrote {args.out}: ' + ', '.join(n for n in runs.RUN_FILES if run.has(n)))
     if len(records) < sim.cfg.iters:
-        sys.stderr.write(f'stopped after iteration {len(records)} of {sim.cfg.iters}; to continue: '
-                         f'python -m sims.{sim_class.name} train --resume --out {shlex.quote(args.out)}\n')
+        sys.stderr.write(f'stopped after {len(records)} of {sim.cfg.iters} iterations' + _resume_hint(sim_class, args))
         return EXIT_STOPPED
     say(f'next: python -m sims.{sim_class.name} render --out {shlex.quote(args.out)}')
     return 0
+
+
+def _resume_hint(sim_class, args):
+    info = runs.RunFolder(args.out).load_checkpoint()[0]
+    if info is None:
+        return '\n'
+    return (f'; the checkpoint after {info["iteration"]} iterations is in {args.out}; to continue: '
+            f'python -m sims.{sim_class.name} train --resume --out {shlex.quote(args.out)}\n')
 
 
 def _render(sim_class, args):
@@ -244,12 +251,16 @@ def _check_free(sim_class, args, run):
                      f'--force replaces it, --out DIR trains elsewhere')
 
 
-def _create(sim_class, quick, threads, config):
-    """The simulator, after its configuration is checked (a bad value: UsageError)."""
+def _check_config(sim_class, quick, config):
     try:
         sim_class.config(bool(quick), **config)
     except ValueError as e:
         raise UsageError(str(e)) from None
+
+
+def _create(sim_class, quick, threads, config):
+    """The simulator, after its configuration is checked (a bad value: UsageError)."""
+    _check_config(sim_class, quick, config)
     try:
         return sim_class.create(quick=bool(quick), threads=threads, **config)
     except ValueError as e:              # a combination of values the simulator cannot build

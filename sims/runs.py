@@ -106,7 +106,14 @@ class RunFolder:
         for name in RUN_FILES:
             if self.has(name):
                 os.remove(self.file(name))
+        self.remove_leftovers()
         self.write_config(sim, command, commands=[])
+
+    def remove_leftovers(self):
+        """Temporary files of writes that a kill interrupted."""
+        for name in os.listdir(self.path):
+            if name.endswith('.tmp') and name.rsplit('.', 2)[0] in RUN_FILES:
+                os.remove(self.file(name))
 
     def write_config(self, sim, command=None, commands=None):
         """config.json for `sim`; the command lines so far (a resume adds its own)."""

@@ -84,6 +84,7 @@ def _begin(sim, optimizer, run, resume, command):
     if not resume:
         run.start(sim, command)
         return [], best
+    run.remove_leftovers()
     run.write_config(sim, command)      # adds this command line; --iters may have changed
     info, state = run.load_checkpoint()
     if info is None:                    # stopped before the first checkpoint: start over
