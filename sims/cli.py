@@ -74,7 +74,7 @@ def _add_run_flags(sub, sim_class, command):
                          help='continue the run in --out from its last checkpoint (--iters: the new total)')
         sub.add_argument('--force', action='store_true', help='replace a run that --out holds already')
     if command == 'render':
-        sub.add_argument('--params', default='best',
+        sub.add_argument('--params', default=None,
                          help="'best' (OUT/params.npz, the default), 'last' (OUT/checkpoint.npz) or an .npz file")
         sub.add_argument('--video', choices=('mp4', 'gif'), default='mp4',
                          help='mp4 (H.264; a GIF when it cannot be written) or gif (default: %(default)s)')
@@ -268,20 +268,26 @@ def _create(sim_class, quick, threads, config):
 
 
 def _parameters_file(run, which, saved):
-    if which in ('best', 'last'):
-        path = run.parameters_file(which)
-        if saved is None:
-            return path if which == 'best' and run.has(runs.BEST) else None    # a folder of the old CLI
-        if not os.path.isfile(path):
-            raise UsageError(f'{run.path} has no trained parameters yet ({os.path.basename(path)})')
-        return path
-    if not os.path.isfile(which):
-        raise UsageError(f'--params {which}: no such file')
-    return which
+    """The .npz to render: the run's best (default) or last parameters, or a file; None
+    (the initial parameters) in a folder without a run."""
+    if which not in (None, 'best', 'last'):
+        if not os.path.isfile(which):
+            raise UsageError(f'--params {which}: no such file')
+        return which
+    if saved is None:                    # params.npz alone: a folder of the earlier command line
+        if run.has(runs.BEST) and which != 'last':
+            return run.file(runs.BEST)
+        if which is None:
+            return None
+        raise UsageError(f'{run.path} holds no run: --params {which} has nothing to render')
+    path = run.parameters_file(which or 'best')
+    if not os.path.isfile(path):
+        raise UsageError(f'{run.path} has no trained parameters yet ({os.path.basename(path)})')
+    return path
 
 
 def _describe(which):
-    return {'best': 'the best', 'last': 'the last'}.get(which, 'the')
+    return {None: 'the best', 'best': 'the best', 'last': 'the last'}.get(which, 'the')
 
 
 def _load(sim, path):
