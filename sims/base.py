@@ -47,21 +47,22 @@ COMMON_DEFAULTS = dict(iters=10, seed=0, fp='f32', optimizer='gd', lr=0.1, clip=
 FLOAT_TYPES = ('f32', 'f64')
 
 
-def _at_least(low):
+def at_least(low):
     return lambda v: v >= low, f'at least {low}'
 
 
 _POSITIVE = (lambda v: v > 0, 'positive')
-_NON_NEGATIVE = _at_least(0)
+_NON_NEGATIVE = at_least(0)
 
-# The valid values of configuration keys, for every simulator that has the key. A value
-# outside them would fail deep inside a kernel or train nothing, so config() refuses it.
+# The valid values of configuration keys, for every simulator that has the key (a
+# simulator's `limits` add to them). A value outside them would fail deep inside a kernel
+# or train nothing, so config() refuses it.
 LIMITS = dict(
-    iters=_at_least(1), seed=_NON_NEGATIVE, lr=_POSITIVE, clip=_POSITIVE, steps=_at_least(2),
-    dt=_POSITIVE, n_grid=_at_least(2), hidden=_at_least(1), frames=_at_least(1),
-    n_waves=_NON_NEGATIVE, n_sin_waves=_at_least(1), checkpoint=_NON_NEGATIVE,
-    density=_at_least(1), layers=_at_least(1), n=_at_least(1), seg_size=_at_least(1),
-    jacobi_iters=_at_least(1), bound=_at_least(1), E=_POSITIVE, p_vol=_POSITIVE,
+    iters=at_least(1), seed=_NON_NEGATIVE, lr=_POSITIVE, clip=_POSITIVE, steps=at_least(1),
+    dt=_POSITIVE, n_grid=at_least(2), hidden=at_least(1), frames=at_least(1),
+    n_waves=_NON_NEGATIVE, n_sin_waves=at_least(1), checkpoint=_NON_NEGATIVE,
+    density=at_least(1), layers=at_least(1), n=at_least(1), seg_size=at_least(1),
+    jacobi_iters=at_least(1), bound=at_least(1), E=_POSITIVE, p_vol=_POSITIVE,
     radius=_POSITIVE, rho=_POSITIVE, eps=_POSITIVE, c=_POSITIVE, init_scale=_POSITIVE,
     damping=_NON_NEGATIVE, friction=_NON_NEGATIVE, penalty=_NON_NEGATIVE, alpha=_NON_NEGATIVE,
     elasticity=(lambda v: 0 <= v <= 1, 'between 0 and 1'),
@@ -79,6 +80,7 @@ class Simulation:
     defaults = {}
     quick = {}
     choices = {}        # key -> the values it may take (besides fp, optimizer, controller)
+    limits = {}         # key -> (test, text), besides LIMITS
     capture_forward = True
 
     def __init__(self, cfg):
@@ -118,7 +120,7 @@ class Simulation:
                 raise ValueError(f'{flag(key)} must be one of {", ".join(map(str, choices[key]))}, got {value!r}')
             if isinstance(value, float) and not math.isfinite(value):
                 raise ValueError(f'{flag(key)} must be a finite number, got {value!r}')
-            test, text = LIMITS.get(key, (None, None))
+            test, text = {**LIMITS, **cls.limits}.get(key, (None, None))
             if test is not None and value is not None and not isinstance(value, bool) and not test(value):
                 raise ValueError(f'{flag(key)} must be {text}, got {value!r}')
 

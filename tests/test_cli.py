@@ -178,7 +178,7 @@ BAD_FLAGS = [
     (['--threads', '0'], 'argument --threads: must be at least 1, got 0'),
     (['--fp', 'f16'], "argument --fp: invalid choice: 'f16'"),
     (['--optimizer', 'lbfgs'], "argument --optimizer: invalid choice: 'lbfgs'"),
-    (['--steps', '1'], '--steps must be at least 2, got 1'),
+    (['--steps', '0'], '--steps must be at least 1, got 0'),
     (['--seed', '-1'], '--seed must be at least 0, got -1'),
     (['--steps', 'many'], "argument --steps: invalid int value: 'many'"),
     (['--resume', '--lr', '0.5'], '--lr 0.5 differs from the run'),

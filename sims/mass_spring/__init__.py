@@ -25,7 +25,7 @@ import numpy as np
 
 import controllers
 import engine as ti
-from sims.base import Simulation, zero_fields
+from sims.base import Simulation, at_least, zero_fields
 from sims.render import Canvas, color_map
 
 from . import robots
@@ -51,6 +51,7 @@ class MassSpring(Simulation):
     name = 'mass_spring'
     summary = "spring robots learn to walk (MLP or sine controller), or the spring triangle's rest lengths"
     choices = dict(scene=('robot', 'triangle'), robot=tuple(robots.ROBOTS))   # checked by config()
+    limits = dict(steps=at_least(2))
     defaults = dict(scene='robot', robot=0, toi=False, controller='mlp', steps=2048 // 3, dt=0.004,
                     damping=15.0, n_waves=10, hidden=32, iters=100, optimizer='normalized', lr=0.2)
     quick = dict(steps=128, iters=6, lr=0.1)
