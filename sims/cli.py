@@ -11,6 +11,7 @@ a run that cannot be rebuilt all end in one line on stderr and exit status 2 (ar
 convention). Ctrl-C stops training after the current iteration, with exit status 130.
 """
 import argparse
+import inspect
 import os
 import shlex
 import sys
@@ -52,7 +53,7 @@ def _add_config_flags(parser, sim_class):
     choices = sim_class.all_choices()
     group = parser.add_argument_group('configuration (default: the run\'s, else the simulator\'s)')
     for key, default in vars(sim_class.config_unchecked()).items():
-        shown = f'default {default}' + (f', --quick {quick[key]}' if quick[key] != default else '')
+        shown = f'default {_shown(default)}' + (f', --quick {_shown(quick[key])}' if quick[key] != default else '')
         if isinstance(default, bool):
             group.add_argument(flag(key), dest=key, action=argparse.BooleanOptionalAction, default=None, help=shown)
         elif key in choices:
@@ -61,6 +62,10 @@ def _add_config_flags(parser, sim_class):
         else:
             kind = type(default) if default is not None else float
             group.add_argument(flag(key), dest=key, type=kind, default=None, metavar=kind.__name__.upper(), help=shown)
+
+
+def _shown(value):
+    return 'none' if value is None else value
 
 
 def _add_run_flags(sub, sim_class, command):
@@ -82,8 +87,9 @@ def _add_run_flags(sub, sim_class, command):
 
 
 def parser_for(sim_class):
-    parser = _Parser(prog=f'python -m sims.{sim_class.name}', description=sim_class.__doc__,
-                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = _Parser(prog=f'python -m sims.{sim_class.name}', description=inspect.cleandoc(sim_class.__doc__ or ''),
+                     formatter_class=argparse.RawDescriptionHelpFormatter,
+                     epilog=f'python -m sims.{sim_class.name} COMMAND --help lists the flags of a command')
     commands = parser.add_subparsers(dest='command', required=True, metavar='{train,render,eval,compare}')
     for command, help_text in (('train', 'train by gradient descent into a run folder'),
                                ('render', 'write a video of a rollout with the trained parameters'),
@@ -99,14 +105,16 @@ def parser_for(sim_class):
 # --- commands -------------------------------------------------------------------------
 def main(sim_class, argv=None):
     parser = parser_for(sim_class)
+    argv = sys.argv[1:] if argv is None else argv
     args = parser.parse_args(argv)
-    args.typed = runs.command_line(['python', '-m', f'sims.{sim_class.name}', *(sys.argv[1:] if argv is None else argv)])
+    args.typed = runs.command_line(['python', '-m', f'sims.{sim_class.name}', *argv])   # for config.json
     try:
         status = COMMANDS[args.command](sim_class, args)
     except (UsageError, runs.RunError) as e:
         parser.exit(EXIT_USAGE, f'{parser.prog} {args.command}: error: {e}\n')
-    except KeyboardInterrupt:
-        parser.exit(EXIT_STOPPED, '\nstopped at once' + (_resume_hint(sim_class, args) if args.command == 'train' else '\n'))
+    except KeyboardInterrupt:          # a second Ctrl-C: the checkpoint of the last iteration stays
+        hint = _resume_hint(sim_class, args) if args.command == 'train' else '\n'
+        parser.exit(EXIT_STOPPED, '\nstopped at once' + hint)
     if status:
         sys.exit(status)
 
