@@ -249,8 +249,10 @@ def _check_free(sim_class, args, run):
     """A fresh run may go into a folder without a run, or replace one with --force."""
     if os.path.exists(run.path) and not os.path.isdir(run.path):
         raise UsageError(f'{run.path} is a file, not a run folder')
+    if args.force:
+        return
     other = run.simulator()
-    if other is None or args.force:
+    if other is None:
         return
     if other != sim_class.name:
         raise UsageError(f'{run.path} holds a {other} run; --force replaces it, --out DIR trains elsewhere')
