@@ -126,6 +126,9 @@ def _train(sim_class, args):
         done = (run.load_checkpoint()[0] or {}).get('iteration', 0)
         if sim.cfg.iters < done:
             raise UsageError(f'{args.out} has {done} iterations already; --iters must be at least that')
+        if saved.get('engine_build') != runs.engine_version()['engine_build'] and not args.quiet:
+            sys.stderr.write('note: the engine (or the CPU) differs from the one that started this run: '
+                             'the losses may differ from an uninterrupted run in the last bits\n')
     else:
         _check_config(sim_class, args.quick, _given(sim_class, args))     # the flags first
         _check_free(sim_class, args, run)
@@ -200,6 +203,7 @@ def _compare(sim_class, args):
         best = min(records, key=lambda r: r['loss'])
         rows.append(f'{label}: {len(records)} iterations, first {records[0]["loss"]:+.6e}, '
                     f'best {best["loss"]:+.6e} (iteration {best["iteration"]}), last {records[-1]["loss"]:+.6e}')
+    os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
     plot_comparison(curves, args.output, f'{sim_class.name}: training loss')
     print('\n'.join(rows + [f'wrote {args.output}']))
     return 0
