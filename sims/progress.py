@@ -52,9 +52,6 @@ class LogProgress:
         self.log(f'iter {record["iteration"]:4d}  loss {record["loss"]:+.6e}  grad_norm {record["grad_norm"]:.4e}'
                  f'  {record["seconds"]:.3f} s  [{done}/{self.total}{eta}]')
 
-    def note(self, text):
-        self.log(text)
-
     def close(self):
         pass
 

@@ -36,7 +36,7 @@ def train(sim, iters=None, out=None, log=print, resume=False, progress=None, com
     progress = progress or LogProgress(log)
     progress.start(sim.name, total, len(records))
     try:
-        with _stop_request(progress) as stop:
+        with _stop_request() as stop:
             begin = len(records)
             for it in range(begin, total):
                 records.append(_iteration(sim, optimizer, it, run, best, progress, first=it == begin))
@@ -133,7 +133,7 @@ class _StopRequest:
 
 
 @contextlib.contextmanager
-def _stop_request(progress):
+def _stop_request():
     """Within: the first SIGINT or SIGTERM asks the loop to stop after the current
     iteration; a second SIGINT raises KeyboardInterrupt at once."""
     stop = _StopRequest()
