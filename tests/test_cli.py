@@ -102,7 +102,7 @@ def _wait_for_iterations(out, count, proc, timeout=120):
 def test_a_killed_run_resumes_to_the_losses_of_an_uninterrupted_one(sig, tmp_path):
     flags = [*QUICK, '--steps', '32', '--optimizer', 'adam', '--lr', '0.01']    # Adam: state to restore
     out = tmp_path / 'killed'
-    proc = _popen_train(out, *flags, '--iters', '100000')
+    proc = _popen_train(out, *flags, '--iters', '100000', '--quiet')
     _wait_for_iterations(out, 3, proc)
     proc.send_signal(sig)
     stdout, stderr = proc.communicate(timeout=120)
