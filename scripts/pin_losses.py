@@ -16,7 +16,6 @@ import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
-os.environ.pop('ENGINE_AD_VALIDATION', None)     # as users run, and as the test does
 
 import sims  # noqa: E402
 from sims import cli, runs  # noqa: E402
@@ -53,6 +52,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     parser.add_argument('--sims', default='all', help='comma-separated names (default: all)')
     args = parser.parse_args(argv)
+    os.environ.pop('ENGINE_AD_VALIDATION', None)     # as users run, and as the test does
     names = sims.names() if args.sims == 'all' else args.sims.split(',')
     pins = load_pins() if os.path.exists(PINS) else dict(losses={})
     old = pins['losses']
