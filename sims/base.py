@@ -8,18 +8,26 @@ A simulator is a subclass of `Simulation` with
 - `parameters()`: the fields that training updates;
 - `initialize(rng)`: their initial values;
 - `forward()`: run the rollout and write the scalar field `self.loss`;
-- `render_frames()`: images (H x W x 3 uint8) of a rollout with the current parameters.
+- `render_frames()`: images (H x W x 3 uint8) of a rollout with the current parameters;
+- `summary`: one line for `python -m sims`; `choices`: the values of keys that take few.
+
+`config()` refuses values out of range (LIMITS below) with a message naming the flag.
 
 `loss_and_grad()` records `forward()` on a tape; simulators with checkpointing override it.
 `forward()` is captured (`ti.capture`): the first rollout records its launches, later ones
 replay them natively. It must therefore launch kernels only - no field access from
 Python (a CaptureError says where) - or set `capture_forward = False`.
 """
+import math
 from types import SimpleNamespace
 
 import numpy as np
 
+import controllers
 import engine as ti
+
+from . import optimizers
+from .runs import save_arrays
 
 @ti.ad.no_grad
 @ti.kernel
@@ -36,12 +44,43 @@ def zero_fields(*fields):
 
 
 COMMON_DEFAULTS = dict(iters=10, seed=0, fp='f32', optimizer='gd', lr=0.1, clip=None)
+FLOAT_TYPES = ('f32', 'f64')
+
+
+def at_least(low):
+    return lambda v: v >= low, f'at least {low}'
+
+
+_POSITIVE = (lambda v: v > 0, 'positive')
+_NON_NEGATIVE = at_least(0)
+
+# The valid values of configuration keys, for every simulator that has the key (a
+# simulator's `limits` add to them). A value outside them would fail deep inside a kernel
+# or train nothing, so config() refuses it.
+LIMITS = dict(
+    iters=at_least(1), seed=_NON_NEGATIVE, lr=_POSITIVE, clip=_POSITIVE, steps=at_least(1),
+    dt=_POSITIVE, n_grid=at_least(2), hidden=at_least(1), frames=at_least(1),
+    n_waves=_NON_NEGATIVE, n_sin_waves=at_least(1), checkpoint=_NON_NEGATIVE,
+    density=at_least(1), layers=at_least(1), n=at_least(1), seg_size=at_least(1),
+    jacobi_iters=at_least(1), bound=at_least(1), E=_POSITIVE, p_vol=_POSITIVE,
+    radius=_POSITIVE, rho=_POSITIVE, eps=_POSITIVE, c=_POSITIVE, init_scale=_POSITIVE,
+    damping=_NON_NEGATIVE, friction=_NON_NEGATIVE, penalty=_NON_NEGATIVE, alpha=_NON_NEGATIVE,
+    elasticity=(lambda v: 0 <= v <= 1, 'between 0 and 1'),
+    nu=(lambda v: 0 <= v < 0.5, 'in [0, 0.5)'),
+)
+
+
+def flag(key):
+    return '--' + key.replace('_', '-')
 
 
 class Simulation:
     name = 'simulation'
+    summary = ''        # one line for `python -m sims`
     defaults = {}
     quick = {}
+    choices = {}        # key -> the values it may take (besides fp, optimizer, controller)
+    limits = {}         # key -> (test, text), besides LIMITS
     capture_forward = True
 
     def __init__(self, cfg):
@@ -50,14 +89,40 @@ class Simulation:
         self.rollout_forward = ti.capture(self.forward) if self.capture_forward else self.forward
 
     @classmethod
+    def all_choices(cls):
+        values = vars(cls.config_unchecked())
+        found = dict(fp=FLOAT_TYPES, optimizer=tuple(optimizers.OPTIMIZERS), **cls.choices)
+        if 'controller' in values:
+            found['controller'] = tuple(controllers.available())
+        return found
+
+    @classmethod
+    def config_unchecked(cls, quick=False):
+        return SimpleNamespace(**{**COMMON_DEFAULTS, **cls.defaults, **(cls.quick if quick else {})})
+
+    @classmethod
     def config(cls, quick=False, **overrides):
-        values = {**COMMON_DEFAULTS, **cls.defaults, **(cls.quick if quick else {})}
+        values = vars(cls.config_unchecked(quick))
         unknown = set(overrides) - set(values)
         if unknown:
             raise ValueError(f'{cls.name}: unknown configuration keys {sorted(unknown)}; '
                              f'known: {sorted(values)}')
         values.update({k: v for k, v in overrides.items() if v is not None})
+        cls.check(values)
         return SimpleNamespace(**values)
+
+    @classmethod
+    def check(cls, values):
+        """ValueError naming the flag of the first value that is out of its range."""
+        choices = cls.all_choices()
+        for key, value in values.items():
+            if key in choices and value not in choices[key]:
+                raise ValueError(f'{flag(key)} must be one of {", ".join(map(str, choices[key]))}, got {value!r}')
+            if isinstance(value, float) and not math.isfinite(value):
+                raise ValueError(f'{flag(key)} must be a finite number, got {value!r}')
+            test, text = {**LIMITS, **cls.limits}.get(key, (None, None))
+            if test is not None and value is not None and not isinstance(value, bool) and not test(value):
+                raise ValueError(f'{flag(key)} must be {text}, got {value!r}')
 
     @classmethod
     def create(cls, quick=False, threads=None, **overrides):
@@ -65,7 +130,9 @@ class Simulation:
         cfg = cls.config(quick, **overrides)
         ti.init(default_fp=getattr(ti, cfg.fp), cpu_max_num_threads=threads, random_seed=cfg.seed)
         sim = cls(cfg)
-        sim.initialize(np.random.default_rng(cfg.seed))
+        sim.quick, sim.threads = quick, threads        # what a run folder records
+        sim.rng = np.random.default_rng(cfg.seed)      # kept: a checkpoint saves its state
+        sim.initialize(sim.rng)
         return sim
 
     # --- what a simulator implements --------------------------------------------
@@ -110,13 +177,20 @@ class Simulation:
         return float(self.loss[None])
 
     def save_parameters(self, path):
-        np.savez(path, *[p.to_numpy() for p in self.parameters()])
+        """params.npz (arr_0, arr_1, ...), replaced atomically."""
+        save_arrays(path, [p.to_numpy() for p in self.parameters()])
 
     def load_parameters(self, path):
+        """Set the parameters from the arr_<i> arrays of an .npz (params.npz or a checkpoint)."""
         with np.load(path) as saved:
-            arrays = [saved[f'arr_{i}'] for i in range(len(saved.files))]
+            arrays = [saved[f'arr_{i}'] for i in range(sum(k.startswith('arr_') for k in saved.files))]
         params = self.parameters()
         if len(arrays) != len(params):
-            raise ValueError(f'{path} holds {len(arrays)} arrays, {self.name} has {len(params)} parameters')
+            raise ValueError(f'{path} holds {len(arrays)} arrays, {self.name} has {len(params)} parameters '
+                             f'(trained with another configuration?)')
+        for i, (p, a) in enumerate(zip(params, arrays)):
+            if a.shape != p.data.shape:
+                raise ValueError(f'{path}: parameter {i} has shape {a.shape}, {self.name} has {p.data.shape} '
+                                 f'(trained with another configuration?)')
         for p, a in zip(params, arrays):
             p.from_numpy(a.astype(p.data.dtype))

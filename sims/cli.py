@@ -1,61 +1,334 @@
-"""`python -m sims.<name> train|render [options]`, the same for every simulator.
+"""`python -m sims.<name> train|render|eval|compare [options]`, the same for every simulator.
 
 Every key of the simulator's configuration is a flag (`--steps 64`, `--lr 0.5`,
 `--toi/--no-toi`, `--controller mlp`); `--quick` starts from the small test
-configuration; explicit flags override both.
+configuration; explicit flags override both. Training writes a run folder (sims/runs.py)
+that records the whole configuration, so `render`, `eval` and `train --resume` need only
+`--out`; a flag that contradicts the run's configuration is an error.
+
+Input is checked before anything is written: a bad flag, a folder holding another run,
+a run that cannot be rebuilt all end in one line on stderr and exit status 2 (argparse's
+convention). Ctrl-C stops training after the current iteration, with exit status 130.
 """
 import argparse
+import inspect
 import os
+import shlex
+import sys
 
-import controllers
-
-from .render import write_video
+from . import runs
+from .base import flag
+from .progress import BarProgress, LogProgress, QuietProgress, compile_counts, compile_report, compiling
+from .render import plot_comparison, write_video
 from .training import train
 
+EXIT_USAGE, EXIT_STOPPED = 2, 130
+# Keys that may differ from a run's configuration: they do not change what was trained.
+FREE_KEYS = dict(train={'iters'}, render={'frames'}, eval=set())
 
+
+class UsageError(Exception):
+    """A command line that cannot be carried out: reported in one line, exit status 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):
+        """One line (argparse prints the whole usage first), exit status 2."""
+        self.exit(EXIT_USAGE, f'{self.prog}: error: {message} (see --help)\n')
+
+
+def _positive_int(text):
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f'expected a whole number, got {text!r}') from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f'must be at least 1, got {value}')
+    return value
+
+
+# --- the parser -----------------------------------------------------------------------
 def _add_config_flags(parser, sim_class):
-    values = sim_class.config()
-    for key, default in vars(values).items():
-        flag = '--' + key.replace('_', '-')
+    quick = vars(sim_class.config_unchecked(quick=True))
+    choices = sim_class.all_choices()
+    group = parser.add_argument_group('configuration (default: the run\'s, else the simulator\'s)')
+    for key, default in vars(sim_class.config_unchecked()).items():
+        shown = f'default {_shown(default)}' + (f', --quick {_shown(quick[key])}' if quick[key] != default else '')
         if isinstance(default, bool):
-            parser.add_argument(flag, dest=key, action=argparse.BooleanOptionalAction, default=None)
-        elif key == 'controller':
-            parser.add_argument(flag, dest=key, choices=controllers.available(), default=None)
+            group.add_argument(flag(key), dest=key, action=argparse.BooleanOptionalAction, default=None, help=shown)
+        elif key in choices:
+            kind = type(choices[key][0])
+            group.add_argument(flag(key), dest=key, type=kind, choices=choices[key], default=None, help=shown)
         else:
             kind = type(default) if default is not None else float
-            parser.add_argument(flag, dest=key, type=kind, default=None, metavar=kind.__name__.upper(),
-                                help=f'default {default}')
+            group.add_argument(flag(key), dest=key, type=kind, default=None, metavar=kind.__name__.upper(), help=shown)
+
+
+def _shown(value):
+    return 'none' if value is None else value
+
+
+def _add_run_flags(sub, sim_class, command):
+    sub.add_argument('--out', default=os.path.join('out', sim_class.name),
+                     help='the run folder (default: %(default)s)')
+    sub.add_argument('--quick', action='store_true', default=None, help='the small configuration (for tests)')
+    sub.add_argument('--threads', type=_positive_int, default=None, help='worker threads (default: all cores)')
+    sub.add_argument('--quiet', action='store_true', help='print nothing but errors')
+    if command == 'train':
+        sub.add_argument('--resume', action='store_true',
+                         help='continue the run in --out from its last checkpoint (--iters: the new total)')
+        sub.add_argument('--force', action='store_true', help='replace a run that --out holds already')
+    if command == 'render':
+        sub.add_argument('--params', default=None,
+                         help="'best' (OUT/params.npz, the default), 'last' (OUT/checkpoint.npz) or an .npz file")
+        sub.add_argument('--video', choices=('mp4', 'gif'), default='mp4',
+                         help='mp4 (H.264; a GIF when it cannot be written) or gif (default: %(default)s)')
+    _add_config_flags(sub, sim_class)
 
 
 def parser_for(sim_class):
-    parser = argparse.ArgumentParser(prog=f'python -m sims.{sim_class.name}', description=sim_class.__doc__)
-    commands = parser.add_subparsers(dest='command', required=True)
-    for command, help_text in (('train', 'train by gradient descent'),
-                               ('render', 'write a video of a rollout')):
-        sub = commands.add_parser(command, help=help_text)
-        sub.add_argument('--out', default=os.path.join('out', sim_class.name), help='output folder')
-        sub.add_argument('--quick', action='store_true', help='small configuration (for tests)')
-        sub.add_argument('--threads', type=int, default=None, help='worker threads (default: all cores)')
-        if command == 'render':
-            sub.add_argument('--params', default=None,
-                             help='parameters to render (default: OUT/params.npz when it exists)')
-        _add_config_flags(sub, sim_class)
+    parser = _Parser(prog=f'python -m sims.{sim_class.name}', description=inspect.cleandoc(sim_class.__doc__ or ''),
+                     formatter_class=argparse.RawDescriptionHelpFormatter,
+                     epilog=f'python -m sims.{sim_class.name} COMMAND --help lists the flags of a command')
+    commands = parser.add_subparsers(dest='command', required=True, metavar='{train,render,eval,compare}')
+    for command, help_text in (('train', 'train by gradient descent into a run folder'),
+                               ('render', 'write a video of a rollout with the trained parameters'),
+                               ('eval', 'print the loss of the trained parameters')):
+        _add_run_flags(commands.add_parser(command, help=help_text, description=help_text), sim_class, command)
+    compare = commands.add_parser('compare', help="plot several runs' loss curves in one PNG",
+                                  description="plot several runs' loss curves in one PNG")
+    compare.add_argument('runs', nargs='+', metavar='RUN', help='run folders')
+    compare.add_argument('--output', default='loss_comparison.png', help='the PNG (default: %(default)s)')
     return parser
 
 
+# --- commands -------------------------------------------------------------------------
 def main(sim_class, argv=None):
-    args = parser_for(sim_class).parse_args(argv)
-    config_keys = vars(sim_class.config())
-    overrides = {k: v for k, v in vars(args).items() if k in config_keys}
-    sim = sim_class.create(quick=args.quick, threads=args.threads, **overrides)
-    if args.command == 'train':
-        train(sim, out=args.out)
-        print(f'wrote {args.out}/losses.json, loss_curve.png, params.npz')
-        return
-    params = args.params or os.path.join(args.out, 'params.npz')
-    if os.path.exists(params):
-        sim.load_parameters(params)
-        print(f'rendering with parameters from {params}')
+    parser = parser_for(sim_class)
+    argv = sys.argv[1:] if argv is None else argv
+    args = parser.parse_args(argv)
+    args.typed = runs.command_line(['python', '-m', f'sims.{sim_class.name}', *argv])   # for config.json
+    try:
+        status = COMMANDS[args.command](sim_class, args)
+    except (UsageError, runs.RunError) as e:
+        parser.exit(EXIT_USAGE, f'{parser.prog} {args.command}: error: {e}\n')
+    except KeyboardInterrupt:          # a second Ctrl-C: the checkpoint of the last iteration stays
+        hint = _resume_hint(sim_class, args) if args.command == 'train' else '\n'
+        parser.exit(EXIT_STOPPED, '\nstopped at once' + hint)
+    if status:
+        sys.exit(status)
+
+
+def _train(sim_class, args):
+    run = runs.RunFolder(args.out)
+    if args.resume:
+        sim, saved = _from_run(sim_class, args, run, required=True)
+        done = (run.load_checkpoint()[0] or {}).get('iteration', 0)
+        if sim.cfg.iters < done:
+            raise UsageError(f'{args.out} has {done} iterations already; --iters must be at least that')
+        if saved.get('engine_build') != runs.engine_version()['engine_build'] and not args.quiet:
+            sys.stderr.write('note: the engine (or the CPU) differs from the one that started this run: '
+                             'the losses may differ from an uninterrupted run in the last bits\n')
+    else:
+        _check_config(sim_class, args.quick, _given(sim_class, args))     # the flags first
+        _check_free(sim_class, args, run)
+        sim = _create(sim_class, args.quick, args.threads, _given(sim_class, args))
+    say = _printer(args)
+    records = train(sim, out=args.out, resume=args.resume, progress=_progress(args), command=args.typed)
+    best = run.load_checkpoint()[0] or {}
+    if best.get('best_iteration') is not None:
+        say(f'best loss {best["best_loss"]:+.6e} at iteration {best["best_iteration"]} (params.npz); '
+            f'the last parameters are in checkpoint.npz')
+    say(f'wrote {args.out}: ' + ', '.join(n for n in runs.RUN_FILES if run.has(n)))
+    if len(records) < sim.cfg.iters:
+        sys.stderr.write(f'stopped after {len(records)} of {sim.cfg.iters} iterations' + _resume_hint(sim_class, args))
+        return EXIT_STOPPED
+    say(f'next: python -m sims.{sim_class.name} render --out {shlex.quote(args.out)}')
+    return 0
+
+
+def _resume_hint(sim_class, args):
+    info = runs.RunFolder(args.out).load_checkpoint()[0]
+    if info is None:
+        return '\n'
+    return (f'; the checkpoint after {info["iteration"]} iterations is in {args.out}; to continue: '
+            f'python -m sims.{sim_class.name} train --resume --out {shlex.quote(args.out)}\n')
+
+
+def _render(sim_class, args):
+    run = runs.RunFolder(args.out)
+    sim, saved = _from_run(sim_class, args, run, required=False)
+    say = _printer(args)
+    params = _parameters_file(run, args.params, saved)
+    if params:
+        _load(sim, params)
+        say(f'rendering with {_describe(args.params)} parameters from {params}')
+    else:
+        say(f'{args.out} holds no run: rendering the initial parameters')
     os.makedirs(args.out, exist_ok=True)
-    written = write_video(sim.render_frames(), os.path.join(args.out, sim_class.name))
-    print('wrote ' + ', '.join(written))
+    before = compile_counts()
+    say(compiling('the rollout'))
+    path, count, why = write_video(_frames(sim, args), os.path.join(args.out, sim_class.name), kind=args.video)
+    say(compile_report(before))
+    if why:
+        say(f'no MP4 ({why}): wrote a GIF instead')
+    say(f'wrote {path} ({count} frames)')
+    return 0
+
+
+def _eval(sim_class, args):
+    run = runs.RunFolder(args.out)
+    sim, saved = _from_run(sim_class, args, run, required=True)
+    info = run.load_checkpoint()[0]
+    if info is None:
+        raise UsageError(f'{args.out} has no trained parameters yet')
+    for which, detail in (('best', f'those of iteration {info["best_iteration"]}'),
+                          ('last', f'after {info["iteration"]} iterations')):
+        _load(sim, run.parameters_file(which))
+        print(f'{which} parameters ({detail}): loss {sim.evaluate():+.6e}')
+    return 0
+
+
+def _compare(sim_class, args):
+    curves, rows = {}, []
+    folders = [runs.RunFolder(path) for path in args.runs]
+    configs = [_read_run(sim_class, run, required=True)['config'] for run in folders]
+    differing = sorted(k for k in configs[0] if len({repr(c.get(k)) for c in configs}) > 1)
+    for run, cfg in zip(folders, configs):
+        records = run.metrics()
+        if not records:
+            raise UsageError(f'{run.path} has no iterations yet')
+        label = run.path + ''.join(f' {flag(k)} {cfg[k]}' for k in differing)
+        curves[label] = [(r['iteration'], r['loss']) for r in records]
+        best = min(records, key=lambda r: r['loss'])
+        rows.append(f'{label}: {len(records)} iterations, first {records[0]["loss"]:+.6e}, '
+                    f'best {best["loss"]:+.6e} (iteration {best["iteration"]}), last {records[-1]["loss"]:+.6e}')
+    os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
+    plot_comparison(curves, args.output, f'{sim_class.name}: training loss')
+    print('\n'.join(rows + [f'wrote {args.output}']))
+    return 0
+
+
+COMMANDS = dict(train=_train, render=_render, eval=_eval, compare=_compare)
+
+
+# --- run folders and configurations -----------------------------------------------------
+def _given(sim_class, args):
+    """The configuration flags given on the command line."""
+    return {k: getattr(args, k) for k in vars(sim_class.config_unchecked()) if getattr(args, k, None) is not None}
+
+
+def _read_run(sim_class, run, required):
+    if os.path.exists(run.path) and not os.path.isdir(run.path):
+        raise UsageError(f'{run.path} is a file, not a run folder')
+    saved = run.read_config()
+    if saved is None and required:
+        raise UsageError(f'{run.path} holds no run (train one first: python -m sims.{sim_class.name} train '
+                         f'--out {shlex.quote(run.path)})')
+    if saved is not None and saved['simulator'] != sim_class.name:
+        raise UsageError(f'{run.path} holds a {saved["simulator"]} run, not {sim_class.name}: '
+                         f'use python -m sims.{saved["simulator"]}')
+    return saved
+
+
+def _from_run(sim_class, args, run, required):
+    """The simulator of the run in `run` (the flags given must agree with it), or, where
+    there is none and none is required, of the flags."""
+    saved = _read_run(sim_class, run, required)
+    given = _given(sim_class, args)
+    if saved is None:
+        return _create(sim_class, args.quick, args.threads, given), None
+    if args.quick and not saved.get('quick'):
+        raise UsageError(f'--quick differs from the run in {run.path}, which has the full configuration; '
+                         f'leave it out')
+    for key, value in given.items():
+        if key not in FREE_KEYS[args.command] and value != saved['config'].get(key):
+            raise UsageError(f'{flag(key)} {value} differs from the run in {run.path} '
+                             f'({flag(key)} {saved["config"].get(key)}); leave it out to use the run\'s')
+    threads = args.threads if args.threads is not None else saved.get('threads')
+    return _create(sim_class, saved.get('quick'), threads, {**saved['config'], **given}), saved
+
+
+def _check_free(sim_class, args, run):
+    """A fresh run may go into a folder without a run, or replace one with --force."""
+    if os.path.exists(run.path) and not os.path.isdir(run.path):
+        raise UsageError(f'{run.path} is a file, not a run folder')
+    if args.force:
+        return
+    other = run.simulator()
+    if other is None:
+        return
+    if other != sim_class.name:
+        raise UsageError(f'{run.path} holds a {other} run; --force replaces it, --out DIR trains elsewhere')
+    done = len(run.metrics())
+    raise UsageError(f'{run.path} holds a {other} run ({done} iterations); --resume continues it, '
+                     f'--force replaces it, --out DIR trains elsewhere')
+
+
+def _check_config(sim_class, quick, config):
+    try:
+        sim_class.config(bool(quick), **config)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+
+
+def _create(sim_class, quick, threads, config):
+    """The simulator, after its configuration is checked (a bad value: UsageError)."""
+    _check_config(sim_class, quick, config)
+    try:
+        return sim_class.create(quick=bool(quick), threads=threads, **config)
+    except ValueError as e:              # a combination of values the simulator cannot build
+        raise UsageError(f'{sim_class.name} cannot be built with this configuration: {e}') from None
+
+
+def _parameters_file(run, which, saved):
+    """The .npz to render: the run's best (default) or last parameters, or a file; None
+    (the initial parameters) in a folder without a run."""
+    if which not in (None, 'best', 'last'):
+        if not os.path.isfile(which):
+            raise UsageError(f'--params {which}: no such file')
+        return which
+    if saved is None:                    # params.npz alone: a folder of the earlier command line
+        if run.has(runs.BEST) and which != 'last':
+            return run.file(runs.BEST)
+        if which is None:
+            return None
+        raise UsageError(f'{run.path} holds no run: --params {which} has nothing to render')
+    path = run.parameters_file(which or 'best')
+    if not os.path.isfile(path):
+        raise UsageError(f'{run.path} has no trained parameters yet ({os.path.basename(path)})')
+    return path
+
+
+def _describe(which):
+    return {None: 'the best', 'best': 'the best', 'last': 'the last'}.get(which, 'the')
+
+
+def _load(sim, path):
+    try:
+        sim.load_parameters(path)
+    except (ValueError, KeyError, OSError) as e:
+        raise UsageError(str(e)) from None
+
+
+def _frames(sim, args):
+    frames = sim.render_frames()
+    if args.quiet or not _on_terminal():
+        return frames
+    from tqdm import tqdm
+    return tqdm(frames, desc='render', unit='frame', leave=False)
+
+
+# --- output -----------------------------------------------------------------------------
+def _on_terminal():
+    return sys.stdout.isatty() and sys.stderr.isatty()
+
+
+def _progress(args):
+    if args.quiet:
+        return QuietProgress()
+    return BarProgress() if _on_terminal() else LogProgress()
+
+
+def _printer(args):
+    return (lambda text: None) if args.quiet else print

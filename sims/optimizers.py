@@ -1,4 +1,7 @@
-"""Optimizers over lists of fields: they read `field.grad` and update `field` in place."""
+"""Optimizers over lists of fields: they read `field.grad` and update `field` in place.
+
+`state()` / `load_state()` carry what an optimizer keeps between steps (Adam's moments and
+step count), so that a resumed run continues exactly where it stopped."""
 import math
 
 import numpy as np
@@ -8,7 +11,16 @@ def gradient_norm(params):
     return math.sqrt(sum(float(np.sum(p.grad.data.astype(np.float64) ** 2)) for p in params))
 
 
-class GradientDescent:
+class Optimizer:
+    def state(self):
+        """Arrays and numbers kept between steps: none for a stateless rule."""
+        return {}
+
+    def load_state(self, state):
+        pass
+
+
+class GradientDescent(Optimizer):
     """p -= lr * g, with g scaled down to norm `clip` when it is longer (DiffTaichi's scheme)."""
 
     def __init__(self, params, lr, clip=None):
@@ -24,7 +36,7 @@ class GradientDescent:
         return norm
 
 
-class NormalizedStep:
+class NormalizedStep(Optimizer):
     """p -= lr * g / |g|: a step of fixed length lr (DiffTaichi's mass-spring update)."""
 
     def __init__(self, params, lr, clip=None):
@@ -37,7 +49,7 @@ class NormalizedStep:
         return norm
 
 
-class Adam:
+class Adam(Optimizer):
     """Adam (Kingma & Ba) with optional gradient-norm clipping before the moments."""
 
     def __init__(self, params, lr, betas=(0.9, 0.999), eps=1e-8, clip=None):
@@ -59,6 +71,14 @@ class Adam:
             v_hat = v / (1 - b2 ** self.t)
             p.data -= (self.lr * m_hat / (np.sqrt(v_hat) + self.eps)).astype(p.data.dtype)
         return norm
+
+    def state(self):
+        return dict(t=self.t, m=[m.copy() for m in self.m], v=[v.copy() for v in self.v])
+
+    def load_state(self, state):
+        self.t = int(state['t'])
+        for mine, saved in zip(self.m + self.v, list(state['m']) + list(state['v'])):
+            mine[...] = saved
 
 
 OPTIMIZERS = {'gd': GradientDescent, 'normalized': NormalizedStep, 'adam': Adam}

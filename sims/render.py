@@ -54,36 +54,73 @@ class Canvas:
         self.image[...] = rgb[cols[None, :], rows[:, None]]
 
 
-def write_video(frames, stem, fps=30):
-    """Write frames as `<stem>.gif` and, where imageio's ffmpeg plugin is present, `<stem>.mp4`."""
-    import imageio.v2 as imageio
+def write_video(frames, stem, fps=30, kind='mp4'):
+    """Write frames as `<stem>.mp4` (H.264 through imageio-ffmpeg, which ships its own
+    ffmpeg) or, with kind='gif' or when that fails, `<stem>.gif`. Returns (path, frame
+    count, None or why the MP4 could not be written)."""
     frames = [np.asarray(f) for f in frames]
-    written = [f'{stem}.gif']
-    imageio.mimsave(written[0], frames, duration=1000 / fps, loop=0)
-    try:
-        with imageio.get_writer(f'{stem}.mp4', fps=fps, macro_block_size=1) as writer:
-            for frame in frames:
-                writer.append_data(frame)
-        written.append(f'{stem}.mp4')
-    except Exception:   # noqa: BLE001 - no ffmpeg backend: the GIF is enough
-        if os.path.exists(f'{stem}.mp4'):
-            os.remove(f'{stem}.mp4')
-    return written
+    if kind == 'mp4':
+        try:
+            return _write_mp4(frames, f'{stem}.mp4', fps), len(frames), None
+        except Exception as e:   # noqa: BLE001 - no ffmpeg, or it failed: the GIF still shows the rollout
+            if os.path.exists(f'{stem}.mp4'):
+                os.remove(f'{stem}.mp4')
+            why = f'{type(e).__name__}: {e}'.splitlines()[0]
+            return _write_gif(frames, f'{stem}.gif', fps), len(frames), why
+    return _write_gif(frames, f'{stem}.gif', fps), len(frames), None
 
 
-def plot_losses(losses, path, title):
+def _write_mp4(frames, path, fps):
+    import imageio.v2 as imageio
+    import imageio_ffmpeg  # noqa: F401 - the ffmpeg binary; without it the GIF is written instead
+    # yuv420p (what players expect) needs even sizes: macro_block_size=2 pads odd ones
+    with imageio.get_writer(path, format='FFMPEG', fps=fps, codec='libx264', pixelformat='yuv420p',
+                            macro_block_size=2, ffmpeg_log_level='error') as writer:
+        for frame in frames:
+            writer.append_data(frame)
+    return path
+
+
+def _write_gif(frames, path, fps):
+    import imageio.v2 as imageio
+    imageio.mimsave(path, frames, duration=1000 / fps, loop=0)
+    return path
+
+
+def _axes(title):
     import matplotlib
     matplotlib.use('Agg')
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
     fig, ax = plt.subplots(figsize=(5, 3.5), dpi=100)
-    ax.plot(range(len(losses)), losses, marker='.')
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))     # iterations are whole numbers
     ax.set_xlabel('iteration')
     ax.set_ylabel('loss')
     ax.set_title(title)
     ax.grid(alpha=0.3)
+    return fig, ax
+
+
+def _save(fig, path):
+    import matplotlib.pyplot as plt
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
+
+
+def plot_losses(losses, path, title):
+    fig, ax = _axes(title)
+    ax.plot(range(len(losses)), losses, marker='.')
+    _save(fig, path)
+
+
+def plot_comparison(curves, path, title):
+    """Several runs' loss curves in one plot; curves: {label: [(iteration, loss), ...]}."""
+    fig, ax = _axes(title)
+    for label, points in curves.items():
+        ax.plot([i for i, _ in points], [loss for _, loss in points], marker='.', label=label)
+    ax.legend(fontsize='small')
+    _save(fig, path)
 
 
 def color_map(values, cmap='coolwarm', vmin=-1.0, vmax=1.0):

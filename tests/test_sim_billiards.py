@@ -59,7 +59,7 @@ def test_quick_training_and_render_from_the_command_line(tmp_path):
     assert losses[-1] < 0.6 * losses[0]
     assert (out / 'loss_curve.png').stat().st_size > 1000 and (out / 'params.npz').stat().st_size > 0
 
-    cli.main(Billiards, ['render', '--quick', '--out', str(out)])
+    cli.main(Billiards, ['render', '--quick', '--video', 'gif', '--out', str(out)])
     import imageio.v2 as imageio
     frames = imageio.mimread(out / 'billiards.gif')
     assert 30 <= len(frames) <= 100

@@ -108,7 +108,7 @@ def test_quick_training_from_the_command_line(tmp_path):
     for name in ('losses.json', 'loss_curve.png', 'params.npz'):
         assert os.path.getsize(os.path.join(out, name)) > 0
     # render picks up the trained parameters
-    cli.main(DiffMPM, ['render', '--quick', '--out', out])
+    cli.main(DiffMPM, ['render', '--quick', '--video', 'gif', '--out', out])
     frames = imageio.mimread(os.path.join(out, 'diffmpm.gif'))
     cfg = DiffMPM.config(quick=True)
     assert len(frames) == len(range(0, cfg.steps, (cfg.steps - 1) // cfg.frames))

@@ -116,7 +116,7 @@ def test_quick_training_and_render_from_the_command_line(tmp_path):
     for name in ('losses.json', 'loss_curve.png', 'params.npz'):
         assert os.path.getsize(os.path.join(out, name)) > 0
     # render picks up the trained parameters: two 2D projections per frame
-    cli.main(DiffMPM3D, ['render', '--quick', '--out', out, '--frames', '4'])
+    cli.main(DiffMPM3D, ['render', '--quick', '--video', 'gif', '--out', out, '--frames', '4'])
     frames = imageio.mimread(os.path.join(out, 'diffmpm3d.gif'))
     cfg = DiffMPM3D.config(quick=True)
     assert len(frames) == len(range(0, cfg.steps, (cfg.steps - 1) // 4))

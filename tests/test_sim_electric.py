@@ -83,7 +83,7 @@ def test_quick_training_and_render_from_the_command_line(tmp_path):
     assert np.all(np.diff(losses) < 0) and losses[-1] < 0.9 * losses[0]
     assert (tmp_path / 'loss_curve.png').stat().st_size > 1000 and (tmp_path / 'params.npz').stat().st_size > 0
 
-    cli.main(Electric, ['render', '--quick', '--out', str(tmp_path)])
+    cli.main(Electric, ['render', '--quick', '--video', 'gif', '--out', str(tmp_path)])
     import imageio.v2 as imageio
     frames = imageio.mimread(tmp_path / 'electric.gif')
     assert 40 <= len(frames) <= 100

@@ -105,7 +105,7 @@ def test_quick_training_regression_and_cli(tmp_path, capsys):
     main(FEM, ['train', '--quick', '--iters', '2', '--out', str(tmp_path / 'two')])
     assert len(json.loads((tmp_path / 'two' / 'losses.json').read_text())['iterations']) == 2
 
-    main(FEM, ['render', '--quick', '--out', str(tmp_path)])
+    main(FEM, ['render', '--quick', '--video', 'gif', '--out', str(tmp_path)])
     assert 'parameters from' in capsys.readouterr().out
     frames = imageio.mimread(tmp_path / 'fem.gif')
     assert len(frames) == FEM.quick['frames'] and np.asarray(frames[0]).shape[:2] == (512, 512)

@@ -37,7 +37,7 @@ def test_cli_train_then_render(tmp_path, capsys):
     record = json.loads((tmp_path / 'losses.json').read_text())
     assert record['simulator'] == 'gravity' and len(record['iterations']) == 2
     assert (tmp_path / 'loss_curve.png').stat().st_size > 1000
-    main(Gravity, ['render', '--quick', '--out', str(tmp_path)])
+    main(Gravity, ['render', '--quick', '--video', 'gif', '--out', str(tmp_path)])
     assert (tmp_path / 'gravity.gif').stat().st_size > 1000
     assert 'parameters from' in capsys.readouterr().out
 

@@ -54,7 +54,7 @@ def test_quick_training_and_render_from_the_command_line(tmp_path):
     assert losses[-1] < losses[0] - 0.005 and min(losses[3:]) < min(losses[:3])
     assert (out / 'loss_curve.png').stat().st_size > 0 and (out / 'params.npz').stat().st_size > 0
 
-    cli.main(MassSpring, ['render', '--quick', '--out', str(out)])
+    cli.main(MassSpring, ['render', '--quick', '--video', 'gif', '--out', str(out)])
     import imageio.v2 as imageio
     frames = imageio.mimread(out / 'mass_spring.gif')
     assert 60 <= len(frames) <= 100

@@ -47,7 +47,7 @@ def test_quick_training_and_render_from_the_command_line(tmp_path):
     assert (tmp_path / 'loss_curve.png').stat().st_size > 1000
     assert (tmp_path / 'params.npz').stat().st_size > 0
 
-    cli.main(RigidBody, ['render', '--quick', '--out', str(tmp_path)])
+    cli.main(RigidBody, ['render', '--quick', '--video', 'gif', '--out', str(tmp_path)])
     import imageio.v2 as imageio
     frames = imageio.mimread(tmp_path / 'rigid_body.gif')
     assert len(frames) == 20 and np.asarray(frames[0]).shape[:2] == (512, 512)

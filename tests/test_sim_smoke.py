@@ -194,7 +194,7 @@ def test_quick_training_regression_and_cli(tmp_path, capsys):
     assert (tmp_path / 'loss_curve.png').stat().st_size > 1000
     with np.load(tmp_path / 'params.npz') as saved:
         assert saved['arr_0'].shape == (32, 32, 2) and np.abs(saved['arr_0']).max() > 0
-    main(Smoke, ['render', '--quick', '--out', str(tmp_path)])
+    main(Smoke, ['render', '--quick', '--video', 'gif', '--out', str(tmp_path)])
     assert 'parameters from' in capsys.readouterr().out
     assert (tmp_path / 'smoke.gif').stat().st_size > 1000
 

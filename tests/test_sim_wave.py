@@ -145,7 +145,7 @@ def test_quick_training_regression_and_cli(tmp_path, capsys):
     main(Wave, ['train', '--quick', '--iters', '2', '--out', str(tmp_path / 'two')])
     assert len(json.loads((tmp_path / 'two' / 'losses.json').read_text())['iterations']) == 2
 
-    main(Wave, ['render', '--quick', '--out', str(tmp_path)])
+    main(Wave, ['render', '--quick', '--video', 'gif', '--out', str(tmp_path)])
     assert 'parameters from' in capsys.readouterr().out
     frames = imageio.mimread(tmp_path / 'wave.gif')
     assert len(frames) >= 16 and np.asarray(frames[0]).shape[:2] == (256, 2 * 256 + 8)

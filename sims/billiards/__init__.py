@@ -36,6 +36,7 @@ class Billiards(Simulation):
     """Billiards: the cue ball's initial position and velocity, so that the last rack ball
     ends at the goal (--toi/--no-toi: time-of-impact position correction at collisions)."""
     name = 'billiards'
+    summary = 'aim the cue ball so that the last ball of an 11-ball rack reaches a goal'
     defaults = dict(steps=1024, dt=0.003, layers=4, radius=0.03, elasticity=0.8, toi=True,
                     cue_x=0.1, cue_y=0.5, cue_vx=0.3, cue_vy=0.0, goal_x=0.9, goal_y=0.75,
                     iters=100, optimizer='gd', lr=0.01)

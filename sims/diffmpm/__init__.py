@@ -65,6 +65,7 @@ def robot_scene(n_grid):
 class DiffMPM(MPMRobot):
     """DiffMPM: an MLS-MPM soft robot learns to walk right."""
     name = 'diffmpm'
+    summary = '2D MLS-MPM soft robot: train its sine (or MLP) actuation to walk right'
     defaults = dict(steps=1024, n_grid=128, dt=1e-3, E=10.0, p_vol=1.0, gravity=3.8,
                     act_strength=4.0, bound=3, friction=0.5, sticky_floor=True,
                     controller='sine', n_sin_waves=4, omega=20.0, hidden=32,

@@ -106,6 +106,7 @@ def robot_scene(n_grid, density=3):
 class DiffMPM3D(MPMRobot):
     """DiffMPM3D: a 3D MLS-MPM soft robot learns to walk along +x."""
     name = 'diffmpm3d'
+    summary = '3D MLS-MPM soft robot: train its sine (or MLP) actuation to walk along +x'
     defaults = dict(steps=512, n_grid=32, density=3, dt=2e-3, E=10.0, p_vol=1.0, gravity=10.0,
                     act_strength=5.0, bound=2, friction=1.5, sticky_floor=True,
                     controller='sine', n_sin_waves=4, omega=40.0, hidden=32,

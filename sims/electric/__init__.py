@@ -63,6 +63,7 @@ class Electric(Simulation):
     """Electric: a controller (--controller mlp|sine) sets 8 charges' strengths every step
     so that a charged particle follows a goal moving along a path."""
     name = 'electric'
+    summary = 'an MLP sets 8 charges each step to steer a charged particle along a moving goal'
     defaults = dict(controller='mlp', steps=512, dt=0.03, damping=0.2, K=1e-3, seg_size=256,
                     hidden=64, n_waves=0, omega=1.0, init_scale=1.0,
                     iters=200, optimizer='gd', lr=2e-2, clip=1.0)

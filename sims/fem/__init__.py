@@ -92,6 +92,7 @@ def lame(E, nu):
 class FEM(Simulation):
     """FEM: a neo-Hookean soft robot (autodiff elastic forces) learns to walk to a target."""
     name = 'fem'
+    summary = 'neo-Hookean triangle-mesh robot (autodiff elastic forces) learns to walk to a target'
     defaults = dict(controller='sine', steps=1200, dt=5e-4, E=200.0, nu=0.3, rho=1.0, gravity=-4.8,
                     damping=10.0, actuation=0.3, target_x=0.6, target_y=0.155,
                     n_waves=4, omega=40.0, hidden=32, frames=80,

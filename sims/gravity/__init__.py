@@ -18,6 +18,7 @@ from sims.render import Canvas
 class Gravity(Simulation):
     """Gravity: initial velocities that bring particle 0 to a target."""
     name = 'gravity'
+    summary = 'initial velocities of gravitating particles that bring particle 0 to a target'
     defaults = dict(n=8, steps=256, dt=2e-3, G=0.02, eps=0.01, target_x=0.8, target_y=0.75,
                     iters=30, lr=2.0, clip=1.0)
     quick = dict(n=4, steps=32, iters=4, lr=4.0)

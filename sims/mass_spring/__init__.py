@@ -25,7 +25,7 @@ import numpy as np
 
 import controllers
 import engine as ti
-from sims.base import Simulation, zero_fields
+from sims.base import Simulation, at_least, zero_fields
 from sims.render import Canvas, color_map
 
 from . import robots
@@ -49,27 +49,21 @@ class MassSpring(Simulation):
     --scene triangle trains the spring triangle's rest lengths instead (its own defaults:
     1024 steps, dt 0.001, damping 20, 25 iterations, lr 5, no clipping)."""
     name = 'mass_spring'
+    summary = "spring robots learn to walk (MLP or sine controller), or the spring triangle's rest lengths"
+    choices = dict(scene=('robot', 'triangle'), robot=tuple(robots.ROBOTS))   # checked by config()
+    limits = dict(steps=at_least(2))
     defaults = dict(scene='robot', robot=0, toi=False, controller='mlp', steps=2048 // 3, dt=0.004,
                     damping=15.0, n_waves=10, hidden=32, iters=100, optimizer='normalized', lr=0.2)
     quick = dict(steps=128, iters=6, lr=0.1)
 
-    SCENES = ('robot', 'triangle')
-
     @classmethod
     def config(cls, quick=False, **overrides):
         cfg = super().config(quick, **overrides)
-        if cfg.scene not in cls.SCENES:
-            raise ValueError(f'mass_spring: unknown scene {cfg.scene!r}; available: {", ".join(cls.SCENES)}')
-        if cfg.scene == 'robot' and cfg.robot not in robots.ROBOTS:
-            raise ValueError(f'mass_spring: unknown robot {cfg.robot!r}; available: '
-                             f'{", ".join(map(str, robots.ROBOTS))}')
         if cfg.scene == 'triangle':
             explicit = {k for k, v in overrides.items() if v is not None}
             for key, value in TRIANGLE.items():   # the full triangle is quick already
                 if key not in explicit:
                     setattr(cfg, key, value)
-        if cfg.steps < 2:
-            raise ValueError('mass_spring: steps must be at least 2')
         return cfg
 
     # --- building ----------------------------------------------------------------

@@ -56,7 +56,7 @@ import numpy as np
 
 import controllers
 import engine as ti
-from sims.base import Simulation, zero_fields
+from sims.base import Simulation, at_least, zero_fields
 from sims.render import Canvas, color_map
 
 from . import robots
@@ -76,20 +76,13 @@ TINY = 1e-12
 class RigidBody(Simulation):
     """Rigid-body robots (--robot 0|1|2|3, --toi, --controller mlp|sine) learn to reach a goal."""
     name = 'rigid_body'
+    summary = 'rigid-body robots of boxes, springs and joints learn to reach a goal'
+    choices = dict(robot=tuple(robots.ROBOTS))      # checked by config()
+    limits = dict(steps=at_least(2))
     defaults = dict(robot=0, toi=True, controller='mlp', steps=2048, dt=0.001, damping=10.0,
                     friction=1.0, elasticity=0.0, penalty=1e4, n_waves=10, hidden=32, init_scale=0.25,
                     frames=80, iters=20, optimizer='gd', lr=1.0, clip=0.2)
     quick = dict(steps=400, iters=5, frames=20)
-
-    @classmethod
-    def config(cls, quick=False, **overrides):
-        cfg = super().config(quick, **overrides)
-        if cfg.robot not in robots.ROBOTS:
-            raise ValueError(f'rigid_body: unknown robot {cfg.robot!r}; available: '
-                             f'{", ".join(map(str, robots.ROBOTS))}')
-        if cfg.steps < 2:
-            raise ValueError('rigid_body: steps must be at least 2')
-        return cfg
 
     # --- building ----------------------------------------------------------------
     def build(self):

@@ -63,6 +63,7 @@ def target_density(n, radius=0.28, half_width=0.04, edge=0.025):
 class Smoke(Simulation):
     """Smoke: optimize the initial velocity field so that the smoke forms a target image."""
     name = 'smoke'
+    summary = 'the initial velocity of 2D smoke so that its final density draws a target ring'
     defaults = dict(n_grid=110, steps=100, jacobi_iters=6, iters=150, lr=100.0, parallel=False)
     quick = dict(n_grid=32, steps=24, iters=5)
 

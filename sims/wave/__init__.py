@@ -59,6 +59,7 @@ def target_pattern(n, radius=0.3, edge=0.006):
 class Wave(Simulation):
     """Wave: optimize the initial height field so that the final field matches a target."""
     name = 'wave'
+    summary = 'the initial height field whose waves form a target pattern'
     defaults = dict(n_grid=256, steps=256, c=340.0, alpha=0.0, iters=200, lr=1.0, parallel=False)
     quick = dict(n_grid=32, steps=32, iters=5)
 
