@@ -11,10 +11,12 @@ a run that cannot be rebuilt all end in one line on stderr and exit status 2 (ar
 convention). Ctrl-C stops training after the current iteration, with exit status 130.
 """
 import argparse
+import fcntl
 import inspect
 import os
 import shlex
 import sys
+import zipfile
 
 from . import runs
 from .base import flag
@@ -112,6 +114,9 @@ def main(sim_class, argv=None):
         status = COMMANDS[args.command](sim_class, args)
     except (UsageError, runs.RunError) as e:
         parser.exit(EXIT_USAGE, f'{parser.prog} {args.command}: error: {e}\n')
+    except (OSError, EOFError, zipfile.BadZipFile, MemoryError, OverflowError) as e:
+        # a folder that cannot be written, a damaged .npz, a size or seed beyond the machine
+        parser.exit(1, f'{parser.prog} {args.command}: error: {type(e).__name__}: {e}\n')
     except KeyboardInterrupt:          # a second Ctrl-C: the checkpoint of the last iteration stays
         hint = _resume_hint(sim_class, args) if args.command == 'train' else '\n'
         parser.exit(EXIT_STOPPED, '\nstopped at once' + hint)
@@ -123,7 +128,11 @@ def _train(sim_class, args):
     run = runs.RunFolder(args.out)
     if args.resume:
         sim, saved = _from_run(sim_class, args, run, required=True)
-        done = (run.load_checkpoint()[0] or {}).get('iteration', 0)
+        checkpoint = run.load_checkpoint()[0]
+        if checkpoint is None and run.metrics():
+            raise UsageError(f'{args.out} has trained iterations but no checkpoint.npz to resume from '
+                             f'(train with --force to start over)')
+        done = (checkpoint or {}).get('iteration', 0)
         if sim.cfg.iters < done:
             raise UsageError(f'{args.out} has {done} iterations already; --iters must be at least that')
         if saved.get('engine_build') != runs.engine_version()['engine_build'] and not args.quiet:
@@ -134,6 +143,7 @@ def _train(sim_class, args):
         _check_free(sim_class, args, run)
         sim = _create(sim_class, args.quick, args.threads, _given(sim_class, args))
     say = _printer(args)
+    lock = _lock(args.out)      # noqa: F841 - held until the process ends
     records = train(sim, out=args.out, resume=args.resume, progress=_progress(args), command=args.typed)
     best = run.load_checkpoint()[0] or {}
     if best.get('best_iteration') is not None:
@@ -145,6 +155,18 @@ def _train(sim_class, args):
         return EXIT_STOPPED
     say(f'next: python -m sims.{sim_class.name} render --out {shlex.quote(args.out)}')
     return 0
+
+
+def _lock(out):
+    """An exclusive lock on the run folder while this process trains into it: a second
+    training into the same folder (even with --resume or --force) is refused."""
+    os.makedirs(out, exist_ok=True)
+    handle = open(os.path.join(out, '.lock'), 'w')
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        raise UsageError(f'another process is training into {out}') from None
+    return handle
 
 
 def _resume_hint(sim_class, args):

@@ -57,17 +57,30 @@ class Canvas:
 def write_video(frames, stem, fps=30, kind='mp4'):
     """Write frames as `<stem>.mp4` (H.264 through imageio-ffmpeg, which ships its own
     ffmpeg) or, with kind='gif' or when that fails, `<stem>.gif`. Returns (path, frame
-    count, None or why the MP4 could not be written)."""
+    count, None or why the MP4 could not be written). A video is written under a temporary
+    name and renamed when complete: a render that fails or is interrupted leaves the
+    previous video as it was."""
     frames = [np.asarray(f) for f in frames]
     if kind == 'mp4':
         try:
-            return _write_mp4(frames, f'{stem}.mp4', fps), len(frames), None
+            return _complete(_write_mp4, frames, f'{stem}.mp4', fps), len(frames), None
         except Exception as e:   # noqa: BLE001 - no ffmpeg, or it failed: the GIF still shows the rollout
-            if os.path.exists(f'{stem}.mp4'):
-                os.remove(f'{stem}.mp4')
             why = f'{type(e).__name__}: {e}'.splitlines()[0]
-            return _write_gif(frames, f'{stem}.gif', fps), len(frames), why
-    return _write_gif(frames, f'{stem}.gif', fps), len(frames), None
+            return _complete(_write_gif, frames, f'{stem}.gif', fps), len(frames), why
+    return _complete(_write_gif, frames, f'{stem}.gif', fps), len(frames), None
+
+
+def _complete(write, frames, path, fps):
+    """write(frames, a temporary path with path's extension, fps), then rename it to path."""
+    stem, ext = os.path.splitext(path)
+    partial = f'{stem}.partial{ext}'
+    try:
+        write(frames, partial, fps)
+        os.replace(partial, path)
+    finally:
+        if os.path.exists(partial):
+            os.remove(partial)
+    return path
 
 
 def _write_mp4(frames, path, fps):

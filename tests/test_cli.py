@@ -288,3 +288,50 @@ def test_the_loss_plot_has_integer_iteration_ticks():
     fig.canvas.draw()
     ticks = [t for t in ax.get_xticks() if ax.get_xlim()[0] <= t <= ax.get_xlim()[1]]
     assert ticks and all(float(t).is_integer() for t in ticks)
+
+
+# --------------------------------------------------------------------------- found by the review
+
+def test_a_second_training_into_a_folder_in_use_is_refused_even_with_force(tmp_path, capsys):
+    out = tmp_path / 'busy'
+    held = cli._lock(str(out))            # as a training process holds it
+    try:
+        err = _fails(Gravity, ['train', *QUICK, '--iters', '2', '--force', '--out', str(out)], capsys)
+    finally:
+        held.close()
+    assert 'another process is training into' in err
+    assert not (out / 'metrics.jsonl').exists()
+
+
+def test_resume_without_a_checkpoint_after_trained_iterations_is_refused(gravity_run, tmp_path, capsys):
+    out = tmp_path / 'copy'
+    out.mkdir()
+    for name in os.listdir(gravity_run):
+        if name != 'checkpoint.npz':
+            (out / name).write_bytes((gravity_run / name).read_bytes())
+    before = _snapshot(out)
+    err = _fails(Gravity, ['train', '--resume', '--iters', '4', '--out', str(out)], capsys)
+    assert 'no checkpoint.npz' in err and _snapshot(out) == before
+
+
+def test_a_failed_or_interrupted_video_leaves_the_previous_one(tmp_path):
+    stem = str(tmp_path / 'sim')
+    frames = [np.zeros((8, 8, 3), np.uint8)] * 3
+    render.write_video(frames, stem, kind='gif')
+    good = (tmp_path / 'sim.gif').read_bytes()
+
+    def broken():
+        yield frames[0]
+        raise KeyboardInterrupt
+    with pytest.raises(KeyboardInterrupt):
+        render.write_video(broken(), stem, kind='gif')
+    assert (tmp_path / 'sim.gif').read_bytes() == good
+    assert sorted(os.listdir(tmp_path)) == ['sim.gif']
+
+
+def test_an_unusable_output_folder_is_one_line_not_a_traceback(tmp_path, capsys):
+    (tmp_path / 'afile').write_text('x')
+    with pytest.raises(SystemExit) as stop:
+        cli.main(Gravity, ['train', *QUICK, '--iters', '2', '--out', str(tmp_path / 'afile' / 'sub')])
+    err = capsys.readouterr().err
+    assert stop.value.code == 1 and err.count('\n') == 1 and 'Traceback' not in err, err
