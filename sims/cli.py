@@ -70,8 +70,14 @@ def _shown(value):
     return 'none' if value is None else value
 
 
+def _path(text):
+    if not text.strip():
+        raise argparse.ArgumentTypeError('expected a path, got an empty one')
+    return text
+
+
 def _add_run_flags(sub, sim_class, command):
-    sub.add_argument('--out', default=os.path.join('out', sim_class.name),
+    sub.add_argument('--out', type=_path, default=os.path.join('out', sim_class.name),
                      help='the run folder (default: %(default)s)')
     sub.add_argument('--quick', action='store_true', default=None, help='the small configuration (for tests)')
     sub.add_argument('--threads', type=_positive_int, default=None, help='worker threads (default: all cores)')
@@ -100,7 +106,7 @@ def parser_for(sim_class):
     compare = commands.add_parser('compare', help="plot several runs' loss curves in one PNG",
                                   description="plot several runs' loss curves in one PNG")
     compare.add_argument('runs', nargs='+', metavar='RUN', help='run folders')
-    compare.add_argument('--output', default='loss_comparison.png', help='the PNG (default: %(default)s)')
+    compare.add_argument('--output', type=_path, default='loss_comparison.png', help='the PNG (default: %(default)s)')
     return parser
 
 

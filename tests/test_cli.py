@@ -335,3 +335,4 @@ def test_an_unusable_output_folder_is_one_line_not_a_traceback(tmp_path, capsys)
         cli.main(Gravity, ['train', *QUICK, '--iters', '2', '--out', str(tmp_path / 'afile' / 'sub')])
     err = capsys.readouterr().err
     assert stop.value.code == 1 and err.count('\n') == 1 and 'Traceback' not in err, err
+    assert 'expected a path' in _fails(Gravity, ['train', *QUICK, '--out', ''], capsys)
