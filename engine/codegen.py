@@ -10,7 +10,6 @@ from llvmlite import ir as llir
 
 from . import ops, printing
 from . import runtime as rt
-from . import dtypes as T
 from .bounds import IndexRanges, grouped_checks, unproven_axes
 from .fields import Field
 from .ir import walk

@@ -4,7 +4,6 @@ Only (kernel, arguments) records are kept; global fields are the checkpoints.
 The backward pass runs the adjoint kernels in one native loop (engine/replay.py),
 returning to Python only for custom gradients (grad_replaced) and in forward mode.
 """
-import numpy as np
 
 from . import forward, replay, rules, runtime
 from .errors import USER_ERRORS, user_frames_only
