@@ -4,8 +4,8 @@ from .errors import (TaichiAssertionError, TaichiCompilationError, TaichiIndexEr
                      TaichiNameError, TaichiNotImplementedError, TaichiRuntimeError, TaichiSyntaxError,
                      TaichiTypeError)
 from .errors import USER_ERRORS as _USER_ERRORS, user_frames_only as _user_frames_only
-from .fields import (ComponentField, Field, Layout, Ndarray, axes, field, i, ij, ijk, ijkl, ik, j, jk, k,
-                     l, ndarray, root)  # noqa: E741
+from .fields import ComponentField, Field, Ndarray, ndarray
+from .placement import Layout, axes, field, i, ij, ijk, ijkl, ik, j, jk, k, l, root  # noqa: E741
 from .ad import Tape, clear_all_gradients
 from .frontend import (atomic_add, atomic_and, atomic_max, atomic_min, atomic_or,
                        atomic_sub, atomic_xor, block_local, func, grouped, loop_config, ndrange,
@@ -21,12 +21,12 @@ from . import tools, types
 from .pyfunc import pyfunc
 from .matrix import Matrix, Vector
 from .structs import Struct, StructType, dataclass
-from .fields import StructField
+from .struct_fields import StructField
 from .replay import CaptureError, capture
-from .runtime import init as _init, reset as _reset
+from .program import init as _init, reset as _reset
 from .dtypes import (f32, f64, float32, float64, i8, i16, i32, i64, int8, int16, int32, int64, u8,
                      u16, u32, u64, uint8, uint16, uint32, uint64)
-from .runtime import set_logging_level
+from .program import set_logging_level
 
 # The Taichi release whose API the engine follows (programs compare it with a tuple, as
 # Taichi's is); the engine's own version is its package's (pyproject.toml).

@@ -8,12 +8,14 @@ import functools
 
 import numpy as np
 
-from . import forward, replay, runtime, tape
+from . import replay
+from .context import ctx
+from .program import current as current_program
 from .fields import Field
 from .kernels import Kernel
 from .tape import Tape
-from .gradcheck import (GradientCheckError, check_gradients, keep_adjoints, restore_fields,
-                        rollout_report, snapshot_fields)
+from .finite_diff import GradientCheckError, restore_fields, snapshot_fields
+from .gradcheck import check_gradients, keep_adjoints, rollout_report
 from .reverse import AutodiffError
 from .rules import AutodiffRuleError
 from .transforms import grad, jvp, vjp
@@ -25,7 +27,7 @@ __all__ = ['Tape', 'grad_replaced', 'grad_for', 'no_grad', 'clear_all_gradients'
 
 
 def clear_all_gradients():
-    runtime.program().clear_gradients()
+    current_program().clear_gradients()
 
 
 def no_grad(fn):
@@ -37,7 +39,7 @@ def no_grad(fn):
 
     @functools.wraps(fn)
     def without_gradient(*args, **kwargs):
-        recorder = tape.recording
+        recorder = ctx.tape
         if recorder is None:
             return fn(*args, **kwargs)
         recorder.no_grad_depth += 1
@@ -57,10 +59,10 @@ class _CustomGradient:
         functools.update_wrapper(self, fn)
 
     def __call__(self, *args, **kwargs):
-        if replay.capturing is not None:
-            raise replay.CaptureError(f'{replay.capturing.name}: the grad_replaced function '
+        if ctx.capture is not None:
+            raise replay.CaptureError(f'{ctx.capture.name}: the grad_replaced function '
                                       f'{self.fn.__name__} cannot be captured (its gradient is Python)')
-        recorder = tape.recording
+        recorder = ctx.tape
         if recorder is None or recorder.no_grad_depth:     # inside no_grad: no gradient to replace
             return self.fn(*args, **kwargs)
         recorder.record_custom(functools.partial(self._grad, **kwargs), args, self.fn.__name__,
@@ -113,9 +115,9 @@ class FwdMode:
         self.loss, self.param, self.seed, self.clear = loss, param, seed, clear_gradients
 
     def __enter__(self):
-        if forward.active is not None:
+        if ctx.forward is not None:
             raise RuntimeError('ti.ad.FwdMode cannot be nested')
-        prog = runtime.program()
+        prog = current_program()
         if not isinstance(self.param, Field) or not self.param.dtype.is_float:
             raise TypeError(f'ti.ad.FwdMode: param must be a float field (ndarrays and integer '
                             f'fields have no tangent), got {_describe(self.param)}')
@@ -130,11 +132,11 @@ class FwdMode:
         if seed.size != size:
             raise ValueError(f'ti.ad.FwdMode: the seed has {seed.size} entries, {self.param.name} has {size}')
         self.param.dual.data[...] = seed.reshape(self.param.data.shape)
-        forward.active = self
+        ctx.forward = self
         return self
 
     def __exit__(self, *exc):
-        forward.active = None
+        ctx.forward = None
 
 
 def _describe(obj):
@@ -231,7 +233,7 @@ def jacobian(fn, inputs, outputs, mode='forward'):
     row = 0
     for field in outputs:
         for i in range(field.data.size):
-            runtime.program().clear_gradients()
+            current_program().clear_gradients()
             for array in inputs + outputs:          # ndarrays' gradients too (a Tape would
                 array.grad.data.fill(0)             # zero the seed of an ndarray output)
             field.grad.data.reshape(-1)[i] = 1

@@ -9,7 +9,7 @@ travel in the closure by value.
 from llvmlite import ir as llir
 
 from . import ops, printing
-from . import runtime as rt
+from . import program as rt
 from .bounds import IndexRanges, grouped_checks, unproven_axes
 from .fields import Field
 from .ir import walk

@@ -26,11 +26,6 @@ class DataType:
     def __repr__(self):
         return self.name
 
-    def __call__(self, value):
-        """`ti.f32(x)` casts, in Python and in kernels."""
-        from .math import cast
-        return cast(value, self)
-
 
 f32 = DataType('f32', np.float32, True, 32)
 f64 = DataType('f64', np.float64, True, 64)

@@ -4,6 +4,8 @@ import os
 import sys
 import types
 
+from .context import ctx
+
 
 class SourceLocation:
     __slots__ = ('filename', 'lineno', 'col', 'end_col', 'function')
@@ -130,5 +132,4 @@ def user_line():
 def full_traceback():
     if os.environ.get('ENGINE_FULL_TRACEBACK', '0') not in ('', '0'):
         return True
-    from . import runtime
-    return runtime.has_program() and runtime.program().config.print_full_traceback
+    return ctx.program is not None and ctx.program.config.print_full_traceback

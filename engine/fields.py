@@ -13,10 +13,12 @@ import sys
 
 import numpy as np
 
-from . import ops, replay, runtime, structs
+from . import ops, structs
+from .context import ctx
+from .program import current as current_program
 from . import dtypes as T
-from .errors import TaichiNotImplementedError, TaichiRuntimeError, user_line
-from .matrix import Matrix, Vector
+from .errors import TaichiRuntimeError
+from .matrix import Matrix
 
 
 def _zeros(field, shape, copies=1):
@@ -58,7 +60,7 @@ def _gib(nbytes):
     return f'{nbytes / 2 ** 30:.3g} GiB'
 
 
-def _guess_name(depth=2):
+def guess_name(depth=2):
     """The variable a field is assigned to at its creation (`x = ti.field(...)`, also
     `x, y = ti.field(...), ti.field(...)` and `p = ti.field(...); q = ti.field(...)`)."""
     frame = sys._getframe(depth)
@@ -113,7 +115,7 @@ class Field:
         self.primal = primal
         self.shape = None
         self._data = None
-        self.program = runtime.program()
+        self.program = current_program()
         self.program.register_field(self)
         self.grad = self.dual = None
         if primal is None and self.dtype.is_float:
@@ -128,7 +130,7 @@ class Field:
         self._wants = {'grad': needs_grad, 'dual': needs_dual}
         self.auto_placed = False
         if shape is not None:
-            self._allocate(_as_shape(shape))
+            self._allocate(as_shape(shape))
 
     # --- layout ---------------------------------------------------------------
     @property
@@ -138,8 +140,8 @@ class Field:
     @property
     def data(self):
         """The values as a numpy array (a view: writing it writes the field)."""
-        if replay.capturing is not None:
-            replay.refuse_python_access(self)
+        if ctx.capture is not None:
+            ctx.capture.refuse_python_access(self)
         return self._data
 
     @data.setter
@@ -278,55 +280,13 @@ def _observed_write(owner, array, index, values):
     """Every write from Python to a field or ndarray: a recording tape sees it (engine/tape.py)."""
     def assign():
         array[index] = values
-    observer = runtime.write_observer
-    return assign() if observer is None else observer(owner, index, assign)
+    return assign() if ctx.tape is None else ctx.tape.python_write(owner, index, assign)
 
 
-def _as_shape(shape):
+def as_shape(shape):
     if isinstance(shape, (int, np.integer)):
         return (int(shape),)
     return tuple(int(s) for s in shape)
-
-
-# ----------------------------------------------------------------------------
-# Public constructors
-
-def field(dtype, shape=None, name=None, offset=None, needs_grad=False, needs_dual=False):
-    if offset is not None:
-        raise TaichiRuntimeError('field offsets are not supported')
-    if isinstance(dtype, structs.StructType):
-        return StructField(dtype, _as_shape(shape) if shape is not None else None, name or _guess_name(),
-                           needs_grad, needs_dual)
-    if isinstance(dtype, tuple) and dtype and dtype[0] in ('vector', 'matrix'):   # ti.math.vec3, ...
-        element = dtype[1:2] if dtype[0] == 'vector' else dtype[1:3]
-        return Field(dtype[-1], element, shape, name or _guess_name(), needs_grad, needs_dual)
-    return Field(dtype, (), shape, name or _guess_name(), needs_grad, needs_dual)
-
-
-class Layout:
-    """Taichi's layouts of vector and matrix fields: entries of an element together (AOS)
-    or each entry in an array of its own (SOA). Accepted: a field here is one array of
-    shape + element shape whatever the layout, and no result depends on it."""
-    AOS, SOA = 'aos', 'soa'
-
-
-def vector_field(n, dtype, shape=None, name=None, needs_grad=False, needs_dual=False, layout=Layout.AOS,
-                 offset=None, **_):
-    _check_layout(layout, offset)
-    return Field(dtype, (n,), shape, name or _guess_name(), needs_grad, needs_dual)
-
-
-def matrix_field(n, m, dtype, shape=None, name=None, needs_grad=False, needs_dual=False, layout=Layout.AOS,
-                 offset=None, **_):
-    _check_layout(layout, offset)
-    return Field(dtype, (n, m), shape, name or _guess_name(), needs_grad, needs_dual)
-
-
-def _check_layout(layout, offset):
-    if layout not in (Layout.AOS, Layout.SOA):
-        raise ValueError(f'layout must be ti.Layout.AOS or ti.Layout.SOA, got {layout!r}')
-    if offset is not None:
-        raise TaichiRuntimeError('field offsets are not supported')
 
 
 class ComponentField:
@@ -348,96 +308,6 @@ class ComponentField:
 
 
 # ----------------------------------------------------------------------------
-# Layout: ti.root.dense(ti.ij, (4, 4)).dense(...).place(x, y)
-
-class Axis:
-    def __init__(self, *dims):
-        self.dims = dims
-
-
-def axes(*dims):
-    """`ti.axes(0, 1)` is `ti.ij`."""
-    return Axis(*dims)
-
-
-i, j, k, l = Axis(0), Axis(1), Axis(2), Axis(3)  # noqa: E741
-ij, ik, jk, ijk, ijkl = Axis(0, 1), Axis(0, 2), Axis(1, 2), Axis(0, 1, 2), Axis(0, 1, 2, 3)
-
-
-class SNode:
-    """A node of the layout tree; it only accumulates the extent of each axis."""
-
-    def __init__(self, extents=None):
-        self.extents = dict(extents or {})
-
-    def dense(self, axes, shape):
-        shape = _as_shape(shape)
-        if len(shape) == 1 and len(axes.dims) > 1:
-            shape = shape * len(axes.dims)
-        if len(shape) != len(axes.dims):
-            raise TaichiRuntimeError(f'dense over {len(axes.dims)} axes needs as many extents, got {shape}')
-        extents = dict(self.extents)
-        for axis, n in zip(axes.dims, shape):
-            extents[axis] = extents.get(axis, 1) * n
-        return SNode(extents)
-
-    # Sparse SNodes track which cells are active; this engine does not, and allocating them
-    # densely would make struct-fors visit inactive cells: refused rather than wrong.
-    def pointer(self, axes, shape):
-        raise _sparse_refusal('pointer')
-
-    def bitmasked(self, axes, shape):
-        raise _sparse_refusal('bitmasked')
-
-    def dynamic(self, axis, shape, chunk_size=None):
-        raise _sparse_refusal('dynamic')
-
-    @property
-    def shape(self):
-        """Indices follow the axis order (ti.i, ti.j, ti.k, ti.l), whatever the nesting, as
-        in Taichi: `dense(ti.j, n).dense(ti.i, m)` is an (m, n) field, and DiffTaichi's
-        `dense(ti.l, steps).dense(ti.i, n)` an (n, steps) one, indexed `x[i, t]`."""
-        return tuple(self.extents[a] for a in sorted(self.extents))
-
-    def place(self, *fields, offset=None):
-        for f in fields:
-            if isinstance(f, StructField):
-                self.place(*f.leaves())
-                continue
-            if isinstance(f, ComponentField):
-                f.place(self.shape)
-                continue
-            if not isinstance(f, Field):
-                raise TypeError(f'place() takes fields, got {type(f).__name__}')
-            f._allocate(self.shape)
-        return self
-
-    def lazy_grad(self):
-        """Allocate .grad for every float field placed so far."""
-        for f in runtime.program().fields:
-            if f.role == 'primal' and f.placed and f.grad is not None and not f.grad.placed:
-                f.grad._allocate(f.shape, by_user=False)
-
-    def lazy_dual(self):
-        """Allocate .dual for every float field placed so far."""
-        runtime.program().allocate_duals(roles=('primal',))
-
-
-def _sparse_refusal(kind):
-    return TaichiNotImplementedError(
-        f'{kind}(...) at {user_line()}: sparse SNodes (pointer, bitmasked, dynamic) are not '
-        f'supported by this engine, which does not track which cells are active; use dense(...) '
-        f'where every cell is meant to exist (docs/taichi_programs.md, "Not there yet")')
-
-
-class _Root(SNode):
-    """`ti.root`: always the root of the current program."""
-
-
-root = _Root()
-
-
-# ----------------------------------------------------------------------------
 # Ndarrays: arrays passed to kernels as arguments
 
 class Ndarray:
@@ -445,7 +315,7 @@ class Ndarray:
         self.dtype = T.resolve(dtype)
         if self.dtype is None:
             raise TypeError(f'not an ndarray dtype: {dtype!r} (ndarrays hold scalars, vectors or matrices)')
-        self.shape = _as_shape(shape)
+        self.shape = as_shape(shape)
         self.element_shape = tuple(element_shape)
         self.name = 'ti.ndarray'
         self.data = _zeros(self, self.shape, copies=2 if needs_grad else 1)
@@ -487,154 +357,3 @@ def ndarray(dtype, shape, needs_grad=False):
     if structs.kind_of(dtype) == 'matrix':
         return Ndarray(dtype[-1], shape, dtype[1:-1], needs_grad)
     return Ndarray(dtype, shape, (), needs_grad)
-
-
-# ----------------------------------------------------------------------------
-# Fields of structs
-
-class StructField:
-    """A field of structs, stored as a struct of arrays: one field per member (`f.a`, a
-    StructField again for a struct member), all of one shape. `f[i].a` is `f.a[i]`, in
-    kernels and in Python."""
-
-    def __init__(self, struct_type, shape, name, needs_grad=False, needs_dual=False):
-        self.struct_type, self.name = struct_type, name
-        self.members = {key: _member_field(t, shape, f'{name}.{key}', needs_grad, needs_dual)
-                        for key, t in struct_type.members.items()}
-
-    def __getattr__(self, name):
-        members = self.__dict__.get('members')
-        if members is None or name not in members:
-            raise AttributeError(f"struct field {self.__dict__.get('name')} has no member {name!r}"
-                                 + (f" (members: {', '.join(members)})" if members else ''))
-        return members[name]
-
-    @property
-    def grad(self):
-        """The members' gradients as a struct field (`s.grad.a` is `s.a.grad`); integer
-        members have none and are left out. None if no member has one."""
-        return self._companion('grad')
-
-    @property
-    def dual(self):
-        return self._companion('dual')
-
-    def _companion(self, role):
-        views = self.__dict__.setdefault('_companions', {})     # one object per role: kernels see it as one global
-        if role not in views:
-            members = {key: getattr(m, role) for key, m in self.members.items()}
-            members = {key: m for key, m in members.items() if m is not None}
-            views[role] = StructField._of_members(self, role, members) if members else None
-        return views[role]
-
-    @classmethod
-    def _of_members(cls, primal, role, members):
-        view = object.__new__(cls)
-        view.struct_type = structs.StructType({key: primal.struct_type.members[key] for key in members})
-        view.name, view.members = f'{primal.name}.{role}', members
-        return view
-
-    @property
-    def keys(self):
-        return list(self.members)
-
-    def get_member_field(self, key):
-        return self.members[key]
-
-    def leaves(self):
-        """The fields of scalars, vectors and matrices that hold the members."""
-        return [f for m in self.members.values() for f in (m.leaves() if isinstance(m, StructField) else [m])]
-
-    @property
-    def placed(self):
-        return all(f.placed for f in self.leaves())
-
-    @property
-    def shape(self):
-        return self.leaves()[0].shape
-
-    @property
-    def ndim(self):
-        return len(self.shape)
-
-    def __repr__(self):
-        return f'<{self.name}: field of {self.struct_type!r}, shape {self.shape}>'
-
-    def __str__(self):
-        return str(self.to_numpy()) if self.placed and ops.current_builder() is None else repr(self)
-
-    # --- Python-scope access ----------------------------------------------------
-    def __getitem__(self, index):
-        return _StructElement(self, index)
-
-    def __setitem__(self, index, value):
-        value = structs.cast(self.struct_type, value)
-        for key, member in self.members.items():
-            member[index] = getattr(value, key)
-
-    def to_numpy(self):
-        """{member: array} (nested structs give nested dicts), as Taichi gives."""
-        return {key: m.to_numpy() for key, m in self.members.items()}
-
-    def from_numpy(self, arrays):
-        for key, m in self.members.items():
-            m.from_numpy(arrays[key])
-
-    def fill(self, value):
-        for m in self.members.values():
-            m.fill(value)
-
-    def copy_from(self, other):
-        for key, m in self.members.items():
-            m.copy_from(other.members[key])
-
-
-def _member_field(t, shape, name, needs_grad, needs_dual):
-    if isinstance(t, structs.StructType):
-        return StructField(t, shape, name, needs_grad, needs_dual)
-    dtype, element = (t[-1], t[1:-1]) if structs.value_type(t) else (t, ())
-    has_grad = T.resolve(dtype).is_float        # integer members have no gradient
-    return Field(dtype, element, shape, name, needs_grad and has_grad, needs_dual and has_grad)
-
-
-class _StructElement(structs.Struct):
-    """`f[i]` in Python: the element's members, read when it is taken; assigning a member
-    (`f[i].a = 1.0`) writes the field."""
-
-    def __init__(self, field, index):
-        members = {key: m[index] for key, m in field.members.items()}
-        structs.Struct.__init__(self, members)
-        object.__setattr__(self, '_type', field.struct_type)
-        object.__setattr__(self, '_home', (field, index))
-
-    def __setattr__(self, name, value):
-        structs.Struct.__setattr__(self, name, value)
-        field, index = self._home
-        field.members[name][index] = getattr(self, name)
-
-
-def _struct_type_field(struct_type, shape=None, name=None, needs_grad=False, needs_dual=False,
-                       offset=None, **_):
-    """`S.field(shape=...)` of a StructType."""
-    if offset is not None:
-        raise TaichiRuntimeError('field offsets are not supported')
-    return StructField(struct_type, _as_shape(shape) if shape is not None else None,
-                       name or _guess_name(), needs_grad, needs_dual)
-
-
-def _struct_field(members, shape=None, name=None, needs_grad=False, needs_dual=False, offset=None, **_):
-    """`ti.Struct.field({'a': ti.f32, 'v': ti.math.vec3}, shape=...)`."""
-    if offset is not None:
-        raise TaichiRuntimeError('field offsets are not supported')
-    return StructField(structs.StructType(members), _as_shape(shape) if shape is not None else None,
-                       name or _guess_name(), needs_grad, needs_dual)
-
-
-structs.StructType.field = _struct_type_field
-structs.Struct.field = staticmethod(_struct_field)
-
-# Vector.field / Matrix.field and the ndarray counterparts build on this module.
-Matrix.field = staticmethod(matrix_field)
-Vector.field = staticmethod(vector_field)
-Matrix.ndarray = staticmethod(lambda n, m, dtype, shape, needs_grad=False: Ndarray(dtype, shape, (n, m), needs_grad))
-Vector.ndarray = staticmethod(lambda n, dtype, shape, needs_grad=False: Ndarray(dtype, shape, (n,), needs_grad))

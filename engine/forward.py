@@ -18,8 +18,6 @@ from .fields import Field
 from .ir import Block, Builder, building, walk
 from .reverse import AutodiffError
 
-active = None    # the ti.ad.FwdMode context in force, if any
-
 
 def tangent_kernel(body):
     """The IR of the forward-mode (primal + tangent) version of `body`."""

@@ -10,119 +10,21 @@
   exploding or vanishing gradient through a long simulation.
 """
 import math
-from dataclasses import dataclass, field as dc_field
+from dataclasses import dataclass
 
 import numpy as np
 
-from . import runtime
+from .finite_diff import apply_shift, display_name, compare, restore_fields, snapshot_fields
 from .fields import Field
-
-
-class GradientCheckError(AssertionError):
-    """Autodiff and finite differences disagree beyond the tolerance."""
-
-
-def snapshot_fields(ndarrays=()):
-    """Copies of every field's values, and of the given ndarrays'."""
-    fields = [f for f in runtime.program().fields if f.placed and f.role == 'primal']
-    return [(f, values_of(f).copy()) for f in fields + [a for a in ndarrays if not isinstance(a, Field)]]
-
-
-def values_of(obj):
-    """The numpy array of a field, a ti.ndarray or a numpy array."""
-    return obj if isinstance(obj, np.ndarray) else obj.data
-
-
-def restore_fields(snapshot, keep=()):
-    for f, data in snapshot:
-        if not any(f is k for k in keep):
-            values_of(f)[...] = data
-
-
-@dataclass
-class Entry:
-    field: str
-    index: tuple
-    autodiff: float
-    finite_difference: float
-
-    @property
-    def error(self):
-        return abs(self.autodiff - self.finite_difference) / max(abs(self.finite_difference), 1e-12)
-
-
-@dataclass
-class GradCheckReport:
-    rtol: float
-    atol: float
-    entries: list = dc_field(default_factory=list)
-
-    def bad(self):
-        return [e for e in self.entries
-                if not abs(e.autodiff - e.finite_difference) <= self.rtol * abs(e.finite_difference) + self.atol]
-
-    @property
-    def ok(self):
-        return not self.bad()
-
-    def worst(self, n=5):
-        return sorted(self.entries, key=lambda e: -e.error)[:n]
-
-    def __str__(self):
-        lines = [f'gradient check: {len(self.entries)} entries, {len(self.bad())} beyond '
-                 f'rtol={self.rtol:g} atol={self.atol:g}; worst:']
-        for e in self.worst():
-            lines.append(f'  {e.field}{list(e.index)}: autodiff {e.autodiff:+.6e}  '
-                         f'finite differences {e.finite_difference:+.6e}  rel. error {e.error:.2e}')
-        return '\n'.join(lines)
-
-
-def _apply(shift):
-    """Move one entry: shift = (field or ndarray, index, delta), or None."""
-    if shift is not None:
-        obj, index, delta = shift
-        values_of(obj)[index] += delta
-
-
-def _name(obj):
-    return getattr(obj, 'name', None) or f'ndarray{list(obj.data.shape)}'
-
-
-def _default_eps(field):
-    return 1e-6 if field.dtype.bits == 64 else 1e-3
-
-
-def _sample(field, samples, rng):
-    size = field.data.size
-    picks = range(size) if size <= samples else rng.choice(size, samples, replace=False)
-    return [np.unravel_index(int(k), field.data.shape) for k in picks]
-
-
-def compare(evaluate, loss, fields, samples=16, eps=None, rtol=None, atol=1e-6, seed=0):
-    """Central differences of `evaluate()` (returns the loss) at sampled entries of `fields`,
-    against the gradients now in their `.grad`."""
-    rng = np.random.default_rng(seed)
-    rtol = rtol if rtol is not None else (1e-4 if loss.dtype.bits == 64 else 5e-2)
-    grads = {f: f.grad.to_numpy().astype(np.float64) for f in fields}
-    report = GradCheckReport(rtol, atol)
-    for f in fields:
-        h = eps or _default_eps(f)
-        for index in _sample(f, samples, rng):
-            plus = evaluate((f, index, h))
-            minus = evaluate((f, index, -h))
-            report.entries.append(Entry(_name(f), tuple(int(i) for i in index), float(grads[f][index]),
-                                        (plus - minus) / (2 * h)))
-    evaluate()     # leave the fields as the unperturbed forward pass left them
-    return report
+from .tape import Tape
 
 
 def check_gradients(fn, loss, fields, samples=16, eps=None, rtol=None, atol=1e-6):
     """Run `fn` (kernels computing the 0-D `loss` from `fields`) on a tape and compare the
     gradients with finite differences; returns a GradCheckReport (`.ok`, `.worst()`, str)."""
-    from .tape import Tape
     for field in fields:
         if not field.dtype.is_float or getattr(field, 'grad', None) is None:
-            raise TypeError(f'ti.ad.check_gradients: {_name(field)} has dtype {field.dtype} and '
+            raise TypeError(f'ti.ad.check_gradients: {display_name(field)} has dtype {field.dtype} and '
                             f'no gradient; only float fields and ndarrays with needs_grad=True have one')
     before = snapshot_fields(fields)
     with Tape(loss):
@@ -131,7 +33,7 @@ def check_gradients(fn, loss, fields, samples=16, eps=None, rtol=None, atol=1e-6
 
     def evaluate(shift=None):   # from the fields as they were at the call, one entry moved
         restore_fields(before)
-        _apply(shift)
+        apply_shift(shift)
         loss[None] = 0
         fn()
         return float(loss[None])
@@ -139,17 +41,6 @@ def check_gradients(fn, loss, fields, samples=16, eps=None, rtol=None, atol=1e-6
         return compare(evaluate, loss, fields, samples, eps, rtol, atol)
     finally:
         restore_fields(after)
-
-
-def check_tape(tape):
-    """Tape(loss, grad_check=[...]): raise GradientCheckError with the report on a mismatch."""
-    def evaluate(shift=None):
-        tape.replay_forward(lambda: _apply(shift))
-        return float(tape.loss[None])
-    report = compare(evaluate, tape.loss, tape.grad_check)
-    if not report.ok:
-        raise GradientCheckError(str(report))
-    return report
 
 
 @dataclass

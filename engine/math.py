@@ -8,7 +8,7 @@ import random as _pyrandom
 
 import numpy as np
 
-from . import ops
+from . import fields, ops, placement
 from . import dtypes as T
 from .errors import TaichiTypeError
 from .matrix import Matrix
@@ -105,6 +105,10 @@ def cast(x, dtype):
     return ops.cast(x, dtype)
 
 
+# `ti.f32(x)` casts, in Python and in kernels: the language gives data types their call.
+T.DataType.__call__ = lambda dtype, value: cast(value, dtype)
+
+
 def random(dtype=float):
     """Uniform in [0, 1) for floats; a random integer for integer types."""
     dtype = T.resolve(dtype)
@@ -181,14 +185,12 @@ class _FieldsOfType:
     """`vec3.field(shape=4)`, `mat2.ndarray(shape)`: fields and ndarrays of the type."""
 
     def field(self, shape=None, name=None, **options):
-        from . import fields
-        name = name or fields._guess_name()
+        name = name or fields.guess_name()
         if self[0] == 'vector':
-            return fields.vector_field(self[1], self[2], shape, name, **options)
-        return fields.matrix_field(self[1], self[2], self[3], shape, name, **options)
+            return placement.vector_field(self[1], self[2], shape, name, **options)
+        return placement.matrix_field(self[1], self[2], self[3], shape, name, **options)
 
     def ndarray(self, shape, needs_grad=False):
-        from . import fields
         return fields.ndarray(self, shape, needs_grad)
 
 

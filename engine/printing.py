@@ -20,7 +20,7 @@ import numpy as np
 
 from . import ops
 from . import dtypes as T
-from . import runtime as rt
+from . import program as rt
 from .errors import TaichiAssertionError
 from .ir import current_builder, walk
 from .matrix import Matrix
@@ -282,6 +282,19 @@ def assertion_error(kernel_name, loc, message):
 
 
 # --- run time: the buffer native prints write to ----------------------------------------
+def buffer_of(prog):
+    """The program's PrintBuffer, made when the first kernel that prints is built."""
+    if prog.prints is None:
+        prog.prints = PrintBuffer(prog.runtime_buffer)
+    return prog.prints
+
+
+def drain(prog, kernel_of):
+    """Print what the launches since the last drain printed."""
+    if prog.prints is not None:
+        prog.prints.drain(kernel_of)
+
+
 class PrintBuffer:
     """The words native prints append records to (reserved with an atomic add, so records
     from threads never mix), turned into text after each launch or replayed list."""

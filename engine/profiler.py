@@ -10,7 +10,7 @@ call each kernel in turn from Python while profiling, so each of their launches 
 import array
 import time
 
-from . import runtime
+from .program import current as current_program
 
 SUFFIXES = {'_grad': '.grad', '_nograd': '.grad', '_fwd': '.fwd'}   # build_native's suffixes
 TRACE_LIMIT = 1_000_000         # launches kept for the 'trace' mode (12 bytes each)
@@ -57,7 +57,7 @@ class Records:
 
 def records(prog=None):
     """The current program's records (a new ti.init starts empty ones)."""
-    prog = prog or runtime.program()
+    prog = prog or current_program()
     found = getattr(prog, 'kernel_profile', None)
     if found is None:
         found = prog.kernel_profile = Records()
@@ -82,14 +82,14 @@ def instrument(compiled, suffix=''):
 
 
 def enabled(prog=None):
-    return (prog or runtime.program()).config.kernel_profiler
+    return (prog or current_program()).config.kernel_profiler
 
 
 # --- ti.profiler ---------------------------------------------------------------------
 
 def clear_kernel_profiler_info():
     """Forget every launch recorded so far."""
-    prog = runtime.program()
+    prog = current_program()
     prog.kernel_profile = Records()
 
 
@@ -156,6 +156,6 @@ def print_scoped_profiler_info():
 
 def print_memory_profiler_info():
     """The memory the current program's fields hold (gradients and duals included)."""
-    placed = [f for f in runtime.program().fields if f.placed]
+    placed = [f for f in current_program().fields if f.placed]
     nbytes = sum(f._data.nbytes for f in placed)
     print(f'Memory profiler: {len(placed)} fields placed, {nbytes / 2 ** 20:.3f} MiB in all')

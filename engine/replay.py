@@ -15,7 +15,9 @@ import ctypes
 
 import numpy as np
 
-from . import jit, runtime
+from . import jit, pipeline, printing, program
+from .context import ctx
+from .program import current as current_program
 from .errors import USER_ERRORS, TaichiRuntimeError, user_frames_only
 
 _REPLAY_IR = r'''
@@ -47,7 +49,7 @@ stop:
 done:
   ret i64 0
 }
-'''.replace('RT_PRINT_LAUNCH', str(runtime.RT_PRINT_LAUNCH))
+'''.replace('RT_PRINT_LAUNCH', str(program.RT_PRINT_LAUNCH))
 
 _replay = None
 
@@ -82,12 +84,12 @@ class LaunchList:
     def adjoint_addresses(self):
         """Each launch's adjoint entry point, computed once per kernel and again only after a
         gradient has been placed (adjoints are then rebuilt)."""
-        epoch = runtime.program().grad_epoch
+        epoch = current_program().grad_epoch
         if self._adjoints is None or self._adjoints[0] != epoch:
             by_kernel = {}
             for compiled in self.kernels:
                 if compiled not in by_kernel:
-                    by_kernel[compiled] = compiled.adjoint_compiled().address
+                    by_kernel[compiled] = pipeline.adjoint_of(compiled).address
             self._adjoints = (epoch, np.array([by_kernel[c] for c in self.kernels], dtype=np.uint64))
         return self._adjoints[1]
 
@@ -104,14 +106,14 @@ def run(functions, buffers, kernel_of, prog=None):
     `kernel_of(k)` is the CompiledKernel of launch k, which reports an error it records."""
     if len(functions) == 0:
         return
-    prog = prog or runtime.program()
+    prog = prog or current_program()
     if prog.config.kernel_profiler:         # each launch through its timed entry point
         return _run_profiled(len(functions), buffers, kernel_of, prog)
     functions = np.ascontiguousarray(functions, dtype=np.uint64)
     buffers = np.ascontiguousarray(buffers, dtype=np.uint64)
     failed = _native_loop()(functions.ctypes.data, buffers.ctypes.data, len(functions),
                             prog.field_table_address, prog.runtime_address)
-    prog.drain_prints(kernel_of)
+    printing.drain(prog, kernel_of)
     if failed:
         kernel_of(failed - 1).report_errors()
 
@@ -122,23 +124,18 @@ def _run_profiled(n, buffers, kernel_of, prog):
     for k in range(n):
         kernel = kernel_of(k)
         kernel.cfunc(prog.field_table_address, int(buffers[k]), prog.runtime_address)
-        if words[runtime.RT_ERROR_FLAG] != 0:
+        if words[program.RT_ERROR_FLAG] != 0:
             kernel.report_errors()
 
 
 # --- capture: a forward pass recorded once, replayed natively --------------------------
-capturing = None    # the Recording being captured, if any
-
-
 class CaptureError(TaichiRuntimeError):
     """A function cannot be captured: what its kernels do could depend on Python-side values."""
 
 
-def refuse_python_access(field):
-    """Called by every Python-scope access of a field's values; a function being captured
-    may not make one."""
-    raise CaptureError(
-        f'{capturing.name}: field {field.name} is read or written from Python while ti.capture '
+def _refused(recording, field):
+    return CaptureError(
+        f'{recording.name}: field {field.name} is read or written from Python while ti.capture '
         f'records it; replays run only the kernels, so the Python code between them must not '
         f'touch field values (do it in a kernel, or outside the captured function)')
 
@@ -155,6 +152,10 @@ class Recording:
         self.checked = False       # its launches were checked on a tape, one by one
         self.footprint = None      # what it reads and modifies (engine/rules.py, TapeChecker.replay)
         self._ndarrays_with_grad = None
+
+    def refuse_python_access(self, field):
+        """Called by every Python-scope access of a field's values while this records."""
+        raise _refused(self, field)
 
     def add(self, kernel, args, compiled, launched):
         self._ndarrays_with_grad = None
@@ -208,33 +209,30 @@ class Capture:
             raise
 
     def _call(self, args):
-        from . import forward, tape
-        if forward.active is not None:
+        if ctx.forward is not None:
             return self.fn(*args)
-        key = (runtime.program().generation, args)
+        key = (current_program().generation, args)
         recording = self.recordings.get(key)
         if recording is None:
             self.recordings[key] = self._capture(args)
             return None
         if not recording.replayable:
             return self.fn(*args)
-        if tape.recording is not None and not tape.recording.record_replay(recording):
+        if ctx.tape is not None and not ctx.tape.record_replay(recording):
             return self.fn(*args)   # the tape checks and records its launches one by one
         recording.replay()
         return None
 
     def _capture(self, args):
-        global capturing
-        if capturing is not None:
-            raise CaptureError(f'ti.capture: {self.name} is called while {capturing.name} is captured')
-        from . import tape
-        recording = capturing = Recording(self.name)
+        if ctx.capture is not None:
+            raise CaptureError(f'ti.capture: {self.name} is called while {ctx.capture.name} is captured')
+        recording = ctx.capture = Recording(self.name)
         try:
             result = self.fn(*args)
         finally:
-            capturing = None
+            ctx.capture = None
         # under a checking tape its launches were just checked one by one
-        recording.checked = tape.recording is not None and tape.recording.checker is not None
+        recording.checked = ctx.tape is not None and ctx.tape.checker is not None
         if result is not None:
             raise CaptureError(f'{self.name}: a captured function must return None '
                                f'(replays do not run its Python code)')

@@ -43,9 +43,13 @@ def adjoint(body, constant=False):
     """The IR of the adjoint kernel of `body` (the primal kernel's IR). `constant`: the
     kernel's results are constants (a no_grad kernel): its stores only use up the adjoints
     of the elements they overwrite."""
+    return adjoint_of_jump_free(without_jumps(body), constant)
+
+
+def adjoint_of_jump_free(body, constant=False):
+    """`adjoint` of IR whose loops do not jump (engine/jumps.py made it so)."""
     rp = ReversePass()
     rp.constant = constant
-    body = without_jumps(body)
     rp.finite = ops.finite_partials(body)
     return rp.run(body)
 

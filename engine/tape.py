@@ -5,11 +5,13 @@ The backward pass runs the adjoint kernels in one native loop (engine/replay.py)
 returning to Python only for custom gradients (grad_replaced) and in forward mode.
 """
 
-from . import forward, replay, rules, runtime
+from . import pipeline, replay, tape_rules
+from .context import ctx
+from .program import current as current_program
 from .errors import USER_ERRORS, user_frames_only
 from .fields import Field, Ndarray
+from .finite_diff import check_tape, restore_fields, snapshot_fields, values_of
 
-recording = None   # the Tape being recorded, if any
 
 
 class Unit:
@@ -28,10 +30,10 @@ class Tape:
     and `loss.grad[None]` to 1. On exit: the adjoints run in reverse order."""
 
     def __init__(self, loss=None, clear_gradients=True, validation=None, grad_check=None):
-        config = runtime.program().config
+        config = current_program().config
         if validation is None:
             validation = config.ad_validation
-        self.checker = rules.TapeChecker(runtime.program().rule_memo()) if validation else None
+        self.checker = tape_rules.TapeChecker(tape_rules.memo_of(current_program())) if validation else None
         # the rules inside a launch: checked at each launch, or at the first launch of each
         # kernel with each arguments (engine/rules.py)
         self.check_every_launch = 'always' in (validation, config.ad_validation) or config.debug
@@ -72,7 +74,7 @@ class Tape:
         if no_grad:
             if touched and summary.stores_with_grad:
                 # it overwrites what the tape used: the gradient of the old values ends here
-                self.record_custom(lambda *a: compiled.constant_adjoint_compiled().launch(a), args,
+                self.record_custom(lambda *a: pipeline.no_grad_adjoint_of(compiled).launch(a), args,
                                    f'{kernel.name} (no_grad)', forward=lambda *a: compiled.launch(a))
             return None
         if not (self.check_every_launch or self.checker.new_step):
@@ -82,7 +84,6 @@ class Tape:
     def _snapshot_ndarrays(self, args, ndarrays):
         """grad_check replays the launches from the state the tape started with: the first
         time it sees an ndarray, before a launch changes it, it keeps a copy."""
-        from .gradcheck import values_of
         for k, *_ in ndarrays:
             array = args[k]
             if not any(array is a for a, _ in self.snapshot):
@@ -96,8 +97,8 @@ class Tape:
         self.record_custom(lambda: _put_back(saved), (), f'restore before {before}', forward=lambda: None)
         for t, _ in saves:
             self.restored[id(t)] = t
-        if replay.capturing is not None:
-            replay.capturing.replayable = False
+        if ctx.capture is not None:
+            ctx.capture.replayable = False
 
     def record(self, kernel, args, compiled, launched):
         """A launch of `kernel`: primal code `compiled`, run as `launched` (whose buffer
@@ -160,7 +161,7 @@ class Tape:
         if self.checker is not None:
             if self.check_every_launch or not recording.checked:
                 recording.checked = True
-                recording.replayable = not rules.needs_saves(recording.calls, recording.launches.kernels)
+                recording.replayable = not tape_rules.needs_saves(recording.calls, recording.launches.kernels)
                 return False
             saves = self.checker.replay(recording)
             if saves:
@@ -190,33 +191,27 @@ class Tape:
                 yield unit.backward, unit.args, unit.forward
 
     def __enter__(self):
-        global recording
-        if recording is not None:
+        if ctx.tape is not None:
             raise RuntimeError('ti.ad.Tape cannot be nested')
         if self.loss is not None:
             _check_loss(self.loss)
             if self.clear_gradients:
-                runtime.program().clear_gradients()
+                current_program().clear_gradients()
                 if isinstance(self.loss, Ndarray):      # zeroed now: the launches keep its seed
                     self.clear_ndarray_gradient(self.loss)
             self.loss[None] = 0
             self.loss.grad[None] = 1
         if self.grad_check:
-            from .gradcheck import snapshot_fields
             self.snapshot = snapshot_fields(self.grad_check)
-        recording = self
-        runtime.write_observer = self.python_write
+        ctx.tape = self
         return self
 
     def __exit__(self, exc_type, exc, tb):
-        global recording
-        recording = None
-        runtime.write_observer = None
+        ctx.tape = None
         if exc_type is None:
             try:
                 self.grad()
                 if self.grad_check:
-                    from .gradcheck import check_tape
                     check_tape(self)
             except USER_ERRORS as error:     # the traceback ends at the `with` statement
                 user_frames_only(error)
@@ -225,7 +220,6 @@ class Tape:
     def replay_forward(self, perturb=None):
         """Re-run the recorded launches from the state the tape started with (after
         `perturb()`, with which the gradient checker moves one entry)."""
-        from .gradcheck import restore_fields
         restore_fields(self.snapshot)
         if perturb is not None:
             perturb()
@@ -242,7 +236,7 @@ class Tape:
             _put_back(final)
 
     def _backward(self):
-        if forward.active is not None or not runtime.program().config.native_replay:
+        if ctx.forward is not None or not current_program().config.native_replay:
             for backward, args, _ in reversed(list(self._in_order())):
                 backward(*args)
             return
@@ -254,7 +248,7 @@ class Tape:
             if unit.block is not None:
                 functions, buffers = unit.block.adjoints()
                 replay.run(functions, buffers, lambda k, r=unit.block:
-                           r.launches.kernels[len(r.calls) - 1 - k].adjoint_compiled())
+                           pipeline.adjoint_of(r.launches.kernels[len(r.calls) - 1 - k]))
             else:
                 unit.backward(*unit.args)
         self._run_adjoints(adjoints, 0, end)
@@ -262,7 +256,7 @@ class Tape:
     def _run_adjoints(self, adjoints, start, end):
         """The adjoints of kernel launches start..end-1, last first, in one native loop."""
         if end - start == 1:        # one launch between custom gradients: no array needed
-            adjoint = self.native.kernels[start].adjoint_compiled()
+            adjoint = pipeline.adjoint_of(self.native.kernels[start])
             prog = adjoint.program
             adjoint.cfunc(prog.field_table_address, int(self.native.buffer_addresses()[start]),
                           prog.runtime_address)
@@ -271,7 +265,7 @@ class Tape:
         elif end > start:
             buffers = self.native.buffer_addresses()
             replay.run(adjoints[start:end][::-1], buffers[start:end][::-1],
-                       lambda k: self.native.kernels[end - 1 - k].adjoint_compiled())
+                       lambda k: pipeline.adjoint_of(self.native.kernels[end - 1 - k]))
 
 
 def _put_back(saved):

@@ -503,6 +503,14 @@ def install(num_threads: int):
         _threads = _resize(min(max(int(num_threads), 1) - 1, MAX_WORKERS)) + 1
 
 
+def install_for(prog):
+    """Run parallel loops on the program's num_threads (its ti.init's cpu_max_num_threads):
+    done when the first kernel of a program is built."""
+    if not prog.threads_installed:
+        install(prog.config.num_threads)
+        prog.threads_installed = True
+
+
 def num_threads() -> int:
     return _threads
 

@@ -22,7 +22,7 @@ _STARTED = time.perf_counter()
 import numpy as np  # noqa: E402
 
 import engine as ti  # noqa: E402
-from engine import kernels as kernel_module  # noqa: E402
+from engine import pipeline  # noqa: E402
 
 _ENGINE_IMPORT_S = time.perf_counter() - _STARTED
 
@@ -162,64 +162,57 @@ def bench_elementwise(n=1 << 24):
             'elementwise_numpy_ms': numpy_s * 1e3, 'elementwise_ratio': engine_s / numpy_s}
 
 
+def _particle_step(pos: ti.template(), vel: ti.template(), mass: ti.template(), energy: ti.template(),
+                   dt: ti.f32, damping: ti.f32):
+    n = ti.static(pos.shape[0])
+    for i in pos:
+        p, v = pos[i], vel[i]
+        force = ti.Vector([0.0, -9.8]) * mass[i]
+        for k in ti.static(range(2)):        # springs to the two neighbours
+            j = (i + 1 + k) % n
+            d = pos[j] - p
+            length = d.norm(1e-6)
+            direction = d / length
+            stretch = length - 0.1
+            force += 100.0 * stretch * direction
+            relative = vel[j] - v
+            force += 0.5 * relative.dot(direction) * direction
+        if p.x < 0.0:                        # walls
+            force.x += -1000.0 * p.x
+        elif p.x > 1.0:
+            force.x += -1000.0 * (p.x - 1.0)
+        if p.y < 0.0:
+            force.y += -1000.0 * p.y
+            v.x *= 0.9
+        speed = v.norm()                     # drag, limited speed
+        if speed > 10.0:
+            v = v * (10.0 / speed)
+        v = v * ti.exp(-dt * damping)
+        v += dt * force / mass[i]
+        p += dt * v
+        angle = ti.atan2(v.y, v.x)
+        spin = ti.Matrix([[ti.cos(angle), -ti.sin(angle)], [ti.sin(angle), ti.cos(angle)]])
+        local = spin.transpose() @ v
+        kinetic = 0.5 * mass[i] * local.norm_sqr()
+        potential = mass[i] * 9.8 * p.y
+        energy[None] += kinetic + potential
+        t = 0.0
+        while t < 1.0:
+            t += 0.25
+            p.y = ti.max(p.y, 0.0)
+        pos[i] = p
+        vel[i] = v
+
+
 def bench_compile():
-    """A 50-line particle kernel, compiled from scratch (fresh kernel object)."""
+    """A 40-line particle kernel, compiled from scratch (a fresh kernel object each time)."""
     n = 256
-    pos = ti.Vector.field(2, ti.f32, shape=n)
-    vel = ti.Vector.field(2, ti.f32, shape=n)
-    mass = ti.field(ti.f32, shape=n)
-    energy = ti.field(ti.f32, shape=())
-
-    def make():
-        @ti.kernel
-        def step(dt: ti.f32, damping: ti.f32):
-            for i in pos:
-                p = pos[i]
-                v = vel[i]
-                force = ti.Vector([0.0, -9.8]) * mass[i]
-                # springs to the two neighbours
-                for k in ti.static(range(2)):
-                    j = (i + 1 + k) % n
-                    d = pos[j] - p
-                    length = d.norm(1e-6)
-                    direction = d / length
-                    stretch = length - 0.1
-                    force += 100.0 * stretch * direction
-                    relative = vel[j] - v
-                    force += 0.5 * relative.dot(direction) * direction
-                # walls
-                if p.x < 0.0:
-                    force.x += -1000.0 * p.x
-                elif p.x > 1.0:
-                    force.x += -1000.0 * (p.x - 1.0)
-                if p.y < 0.0:
-                    force.y += -1000.0 * p.y
-                    v.x *= 0.9
-                # drag, limited speed
-                speed = v.norm()
-                if speed > 10.0:
-                    v = v * (10.0 / speed)
-                v = v * ti.exp(-dt * damping)
-                v += dt * force / mass[i]
-                p += dt * v
-                angle = ti.atan2(v.y, v.x)
-                spin = ti.Matrix([[ti.cos(angle), -ti.sin(angle)], [ti.sin(angle), ti.cos(angle)]])
-                local = spin.transpose() @ v
-                kinetic = 0.5 * mass[i] * local.norm_sqr()
-                potential = mass[i] * 9.8 * p.y
-                energy[None] += kinetic + potential
-                t = 0.0
-                while t < 1.0:
-                    t += 0.25
-                    p.y = ti.max(p.y, 0.0)
-                pos[i] = p
-                vel[i] = v
-        return step
-
+    pos, vel = ti.Vector.field(2, ti.f32, shape=n), ti.Vector.field(2, ti.f32, shape=n)
+    mass, energy = ti.field(ti.f32, shape=n), ti.field(ti.f32, shape=())
     mass.fill(1.0)
 
     def compile_once():
-        make()(1e-3, 0.1)
+        ti.kernel(_particle_step)(pos, vel, mass, energy, 1e-3, 0.1)
 
     return {'compile_50_line_s': best_of(compile_once, repeats=3)}
 
@@ -235,11 +228,11 @@ def run_simulator(name, threads, quick, cache_dir, iterations=3, rules=True, bou
     imported = time.perf_counter()
     os.environ['ENGINE_CACHE_DIR'] = cache_dir      # read by the ti.init that create() calls
     sim = sim_class.create(quick=quick, threads=threads)
-    from engine import runtime
+    from engine import program
     if not rules:
-        runtime.program().config.ad_validation = False
+        program.current().config.ad_validation = False
     if not bounds:                  # before the first iteration compiles the kernels
-        runtime.program().config.check_bounds = False
+        program.current().config.check_bounds = False
     created = time.perf_counter()
     optimizer = optimizers.make(sim.cfg.optimizer, sim.parameters(), lr=sim.cfg.lr, clip=sim.cfg.clip)
 
@@ -257,7 +250,7 @@ def run_simulator(name, threads, quick, cache_dir, iterations=3, rules=True, bou
     second = time.perf_counter() - before
     repeats = max(iterations, min(50, int(2.0 / max(second, 1e-6))))
     return dict(import_s=_ENGINE_IMPORT_S + imported - start, create_s=created - imported, first_iter_s=first,
-                compile_s=kernel_module.compile_seconds, compiled=kernel_module.compile_count,
+                compile_s=pipeline.compile_seconds, compiled=pipeline.compile_count,
                 iter_s=best_of(iteration, repeats=repeats))
 
 

@@ -47,7 +47,7 @@ def worker(args):
                                  'skipped_programs': s.skipped_programs(), 'failure': failure}), flush=True)
 
 
-def main():
+def parse_args():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument('--programs', type=int, default=10000, help='programs to check (default 10000)')
     parser.add_argument('--threads', type=int, default=2, choices=(1, 2),
@@ -59,15 +59,36 @@ def main():
     parser.add_argument('--seed', type=int, default=None, help='seed of the first batch (then +1 each)')
     parser.add_argument('--out', default=os.path.join(tempfile.gettempdir(), 'autodiff_fuzz_failures'))
     parser.add_argument('--worker', action='store_true', help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.worker:
-        return worker(args)
+    return parser.parse_args()
 
+
+def child_env(args):
     env = dict(os.environ, AUTODIFF_FUZZ_RANDOM='1', AUTODIFF_FUZZ_THREADS=str(args.threads),
                AUTODIFF_FUZZ_EXAMPLES=str(args.batch), AUTODIFF_FUZZ_HESSIAN_EXAMPLES=str(max(1, args.batch // 4)),
                AUTODIFF_FORCE_SPLIT='1' if args.threads > 1 else '0')
     if args.shrink:
         env['AUTODIFF_FUZZ_SHRINK'] = '1'
+    return env
+
+
+def save_failure(message, child, out, failures):
+    """Write the failing case's source to a file in `out` and print what failed."""
+    checking = re.findall(r'^checking (\S+)$', child.stderr, re.M)
+    fd, where = tempfile.mkstemp(prefix=f'failure_{len(failures)}_', suffix='.py', dir=out)
+    os.close(fd)
+    source = message.split('--- generated case ---\n', 1)[1] if '--- generated case ---' in message else \
+        (open(checking[-1]).read() if checking else '')
+    with open(where, 'w') as f:
+        f.write(source)
+    failures.append(where)
+    print(f'FAILURE ({where}):\n{message.split("--- generated case ---")[0].strip()[:3000]}\n', flush=True)
+
+
+def main():
+    args = parse_args()
+    if args.worker:
+        return worker(args)
+    env = child_env(args)
     # compiled kernels go to a cache of this run (generated kernels rarely come back)
     cache = None if 'ENGINE_CACHE_DIR' in os.environ else tempfile.mkdtemp(prefix='autodiff_fuzz_cache_')
     if cache:
@@ -82,32 +103,25 @@ def main():
         env.update(AUTODIFF_FUZZ_EXAMPLES=str(cases), AUTODIFF_FUZZ_HESSIAN_EXAMPLES=str(max(1, cases // 4)))
         result, child = run_worker(__file__, env, None if args.seed is None else args.seed + batch)
         batch += 1
-        checking = re.findall(r'^checking (\S+)$', child.stderr, re.M)
-        if result:
-            for key in totals:
-                totals[key] += result[key]
-            message = result['failure']
-        else:       # the process died (a crash in native code, or killed)
-            message = f'the batch process ended with status {child.returncode}:\n{child.stderr[-3000:]}'
+        for key in totals if result else ():
+            totals[key] += result[key]
+        message = result['failure'] if result else \
+            f'the batch process ended with status {child.returncode}:\n{child.stderr[-3000:]}'   # a crash
         if message:
-            fd, where = tempfile.mkstemp(prefix=f'failure_{len(failures)}_', suffix='.py', dir=args.out)
-            os.close(fd)
-            source = message.split('--- generated case ---\n', 1)[1] if '--- generated case ---' in message else \
-                (open(checking[-1]).read() if checking else '')
-            with open(where, 'w') as f:
-                f.write(source)
-            failures.append(where)
-            print(f'FAILURE ({where}):\n{message.split("--- generated case ---")[0].strip()[:3000]}\n', flush=True)
+            save_failure(message, child, args.out, failures)
             if not args.keep_going:
                 break
         print(f'{totals["programs"]} programs in {totals["cases"]} cases, '
               f'{time.perf_counter() - start:.0f} s', flush=True)
-    elapsed = time.perf_counter() - start
     if cache:
         shutil.rmtree(cache, ignore_errors=True)
+    report(totals, failures, time.perf_counter() - start, args.threads)
+
+
+def report(totals, failures, elapsed, threads):
     print(f'checked {totals["programs"]} generated programs ({totals["cases"]} cases, {totals["entries"]} '
           f'derivative entries, {totals["hessian_cases"]} cases with Hessians, {totals["oracle_cases"]} '
-          f'against a second oracle) in {elapsed:.1f} s on {args.threads} thread(s); skipped '
+          f'against a second oracle) in {elapsed:.1f} s on {threads} thread(s); skipped '
           f'{totals["unstable"]} unstable finite-difference entries and {totals["large"]} too-large rows '
           f'({totals["skipped_programs"]} programs); {len(failures)} failure(s)'
           + (': ' + ', '.join(failures) if failures else ''))

@@ -93,7 +93,7 @@ def minimize(path):
     print(f'{path}: [{want}] minimized to {out} ({len(lines)} lines)')
 
 
-def main():
+def parse_args():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument('--programs', type=int, default=5000, help='programs to check (default 5000)')
     parser.add_argument('--batch', type=int, default=100, help='programs per child process (default 100)')
@@ -101,7 +101,11 @@ def main():
     parser.add_argument('--out', default=os.path.join(tempfile.gettempdir(), 'rule_fuzz_failures'))
     parser.add_argument('--minimize', nargs='+', metavar='CASE', help='minimize saved failing programs')
     parser.add_argument('--worker', action='store_true', help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+def main():
+    args = parse_args()
     if args.worker:
         return worker(args)
     if args.minimize:
@@ -109,14 +113,12 @@ def main():
         for path in args.minimize:
             minimize(path)
         return
-
     os.makedirs(args.out, exist_ok=True)
     env = dict(os.environ, RULES_FUZZ_RANDOM='1', RULES_FUZZ_COLLECT=os.path.abspath(args.out))
     cache = None if 'ENGINE_CACHE_DIR' in os.environ else tempfile.mkdtemp(prefix='rule_fuzz_cache_')
     if cache:
         env['ENGINE_CACHE_DIR'] = cache
-    totals = collections.Counter()
-    kinds = collections.Counter()
+    totals, kinds = collections.Counter(), collections.Counter()
     batch, start = 0, time.perf_counter()
     while totals['programs'] < args.programs:
         count = min(args.batch, args.programs - totals['programs'])
@@ -124,21 +126,9 @@ def main():
         result, child = run_worker(__file__, env, None if args.seed is None else args.seed + batch)
         batch += 1
         if result:
-            for key in ('programs', 'valid', 'raised', 'compared', 'skipped', 'large'):
-                totals[key] += result[key]
-            kinds.update(result['failures'])
-            if result['error']:
-                print(f'batch {batch}: the harness stopped: {result["error"]}', flush=True)
-                kinds['harness error'] += 1
-        else:       # the process died: a crash in native code, or killed
-            checking = re.findall(r'^checking (\S+)$', child.stderr, re.M)
-            kinds['crash'] += 1
-            totals['programs'] += max(1, count // 2)     # unknown how many ran: count half, go on
-            where = os.path.join(args.out, f'crash_{batch}.py')
-            if checking:
-                shutil.copy(checking[-1], where)
-            print(f'CRASH (batch {batch}, status {child.returncode}) while checking {where}:\n'
-                  f'{child.stderr[-2000:]}', flush=True)
+            add_batch(result, totals, kinds, batch)
+        else:
+            record_crash(child, count, totals, kinds, batch, args.out)
         print(f'{totals["programs"]} programs, {sum(kinds.values())} failures, '
               f'{time.perf_counter() - start:.0f} s', flush=True)
     if cache:
@@ -149,6 +139,28 @@ def main():
           f'losses; {sum(kinds.values())} failure(s){": " + json.dumps(dict(kinds)) if kinds else ""}'
           f'{" in " + args.out if kinds else ""}')
     sys.exit(1 if kinds else 0)
+
+
+def add_batch(result, totals, kinds, batch):
+    for key in ('programs', 'valid', 'raised', 'compared', 'skipped', 'large'):
+        totals[key] += result[key]
+    kinds.update(result['failures'])
+    if result['error']:
+        print(f'batch {batch}: the harness stopped: {result["error"]}', flush=True)
+        kinds['harness error'] += 1
+
+
+def record_crash(child, count, totals, kinds, batch, out):
+    """The batch process died (a crash in native code, or killed): keep the program it was
+    checking, count half the batch as run, go on."""
+    checking = re.findall(r'^checking (\S+)$', child.stderr, re.M)
+    kinds['crash'] += 1
+    totals['programs'] += max(1, count // 2)
+    where = os.path.join(out, f'crash_{batch}.py')
+    if checking:
+        shutil.copy(checking[-1], where)
+    print(f'CRASH (batch {batch}, status {child.returncode}) while checking {where}:\n'
+          f'{child.stderr[-2000:]}', flush=True)
 
 
 if __name__ == '__main__':

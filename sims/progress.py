@@ -10,12 +10,12 @@ import sys
 
 from tqdm import tqdm
 
-from engine import cache, kernels
+from engine import cache, pipeline
 
 
 def compile_counts():
     """(kernels compiled, kernels loaded from the disk cache, seconds) so far in this process."""
-    return kernels.compile_count, cache.hits, kernels.compile_seconds
+    return pipeline.compile_count, cache.hits, pipeline.compile_seconds
 
 
 def compile_report(before):

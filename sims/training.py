@@ -15,7 +15,7 @@ import signal
 import threading
 import time
 
-from engine import runtime
+from engine import program
 
 from . import optimizers, runs
 from .progress import LogProgress, compile_counts, compile_report
@@ -108,12 +108,12 @@ def _checkpoint_info(sim, done, best):
     return dict(iteration=done, best_loss=None if math.isinf(best['loss']) else best['loss'],
                 best_iteration=best['iteration'],
                 numpy_rng=rng.bit_generator.state if rng is not None else None,
-                engine_rng=int(runtime.program().runtime_buffer[runtime.RT_RNG_COUNTER]))
+                engine_rng=int(program.current().runtime_buffer[program.RT_RNG_COUNTER]))
 
 
 def _restore_rngs(sim, info):
     """The random streams as they were: ti.random in kernels and the simulator's numpy RNG."""
-    runtime.program().runtime_buffer[runtime.RT_RNG_COUNTER] = info['engine_rng']
+    program.current().runtime_buffer[program.RT_RNG_COUNTER] = info['engine_rng']
     if info.get('numpy_rng') and getattr(sim, 'rng', None) is not None:
         sim.rng.bit_generator.state = info['numpy_rng']
 

@@ -92,6 +92,7 @@ def test_transposed_reads_on_two_threads_give_the_analytic_gradient_every_time()
 _SHIFTED_PROGRAM = """
 import numpy as np, engine as ti
 from engine.ir import walk
+from engine import pipeline
 ti.init(default_fp=ti.f64, cpu_max_num_threads=2)
 n = 200_000
 p = ti.field(float, shape=(2, n), needs_grad=True)
@@ -107,7 +108,7 @@ def total():
     for i in range(n):
         loss[None] += p[1, i]
 
-near = {s.attrs.get('near') for s in walk(step.compiled(()).adjoint_compiled().body) if s.op == 'atomic'}
+near = {s.attrs.get('near') for s in walk(pipeline.adjoint_of(step.compiled(())).body) if s.op == 'atomic'}
 assert near == {4}, near            # offsets -2..+2 at axis 1: span 4, atomics only near chunk ends
 expected = np.zeros(n)
 for shift, weight in ((-2, 1.0), (0, 2.0), (1, 3.0), (2, 1.0)):

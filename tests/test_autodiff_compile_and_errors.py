@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import engine as ti
-from engine import kernels
+from engine import pipeline
 from engine.reverse import AutodiffError
 
 from ad_helpers import f64  # noqa: F401
@@ -49,22 +49,22 @@ def test_adjoint_compiled_only_by_kernel_grad():
         for i in range(N):
             loss[None] += x[i] * x[i]
 
-    c0 = kernels.compile_count
+    c0 = pipeline.compile_count
     compute()
-    assert kernels.compile_count == c0 + 1          # the forward kernel, nothing else
+    assert pipeline.compile_count == c0 + 1          # the forward kernel, nothing else
     compute()
     compute()
-    assert kernels.compile_count == c0 + 1
+    assert pipeline.compile_count == c0 + 1
     loss.grad[None] = 1.0
     compute.grad()
-    assert kernels.compile_count == c0 + 2          # the adjoint, on first use
+    assert pipeline.compile_count == c0 + 2          # the adjoint, on first use
     np.testing.assert_allclose(x.grad.to_numpy(), 2 * x.to_numpy())
     compute.grad()
-    assert kernels.compile_count == c0 + 2          # not again
+    assert pipeline.compile_count == c0 + 2          # not again
     np.testing.assert_allclose(x.grad.to_numpy(), 4 * x.to_numpy())
     with ti.ad.Tape(loss):
         compute()
-    assert kernels.compile_count == c0 + 2          # the Tape reuses both
+    assert pipeline.compile_count == c0 + 2          # the Tape reuses both
     np.testing.assert_allclose(x.grad.to_numpy(), 2 * x.to_numpy())
 
 
@@ -76,16 +76,16 @@ def test_adjoint_compiled_at_tape_exit():
         for i in range(N):
             loss[None] += scale * ti.sin(x[i])
 
-    c0 = kernels.compile_count
+    c0 = pipeline.compile_count
     with ti.ad.Tape(loss):
         compute(2.0)
         compute(0.5)
-        assert kernels.compile_count == c0 + 1      # recorded, adjoint not compiled yet
-    assert kernels.compile_count == c0 + 2          # compiled once at exit, replayed twice
+        assert pipeline.compile_count == c0 + 1      # recorded, adjoint not compiled yet
+    assert pipeline.compile_count == c0 + 2          # compiled once at exit, replayed twice
     np.testing.assert_allclose(x.grad.to_numpy(), 2.5 * np.cos(x.to_numpy()), rtol=1e-12)
     with ti.ad.Tape(loss):
         compute(1.0)
-    assert kernels.compile_count == c0 + 2          # a second Tape compiles nothing
+    assert pipeline.compile_count == c0 + 2          # a second Tape compiles nothing
     np.testing.assert_allclose(x.grad.to_numpy(), np.cos(x.to_numpy()), rtol=1e-12)
 
 
@@ -109,17 +109,17 @@ def test_forward_launches_never_compile_adjoints():
         for i in range(N):
             y[i] += 0.0
 
-    c0 = kernels.compile_count
+    c0 = pipeline.compile_count
     for _ in range(5):
         a()
         b()
         side()
-    assert kernels.compile_count == c0 + 3
+    assert pipeline.compile_count == c0 + 3
     with ti.ad.Tape(loss):
         a()
         b()
         side()                                      # skipped by the tape: no adjoint
-    assert kernels.compile_count == c0 + 5
+    assert pipeline.compile_count == c0 + 5
     np.testing.assert_allclose(x.grad.to_numpy(), 8 * x.to_numpy(), rtol=1e-12)
 
 
@@ -133,16 +133,16 @@ def test_adjoint_compiled_per_template_specialization():
         for i in range(N):
             loss[None] += f[i] * f[i] * f[i]
 
-    c0 = kernels.compile_count
+    c0 = pipeline.compile_count
     with ti.ad.Tape(loss):
         compute(x)
         compute(z)
-    assert kernels.compile_count == c0 + 4
+    assert pipeline.compile_count == c0 + 4
     np.testing.assert_allclose(x.grad.to_numpy(), 3 * x.to_numpy() ** 2, rtol=1e-12)
     np.testing.assert_allclose(z.grad.to_numpy(), 3 * z.to_numpy() ** 2, rtol=1e-12)
     compute.grad(x)
     compute.grad(z)
-    assert kernels.compile_count == c0 + 4
+    assert pipeline.compile_count == c0 + 4
 
 
 # --------------------------------------------------------------------------- Tape errors

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import engine as ti
-from engine import cache, kernels
+from engine import cache, pipeline
 
 SOURCE = '''
 import engine as ti
@@ -23,7 +23,7 @@ def fill(offset: ti.f32):
 
 def _new_process(cache_dir):
     """What a fresh Python process sees: no kernel loaded yet, the cache on disk."""
-    kernels._loaded.clear()
+    pipeline._loaded.clear()
     ti.init(offline_cache_file_path=str(cache_dir))
 
 
@@ -33,9 +33,9 @@ def _run_module(path, cache_dir):
     namespace = {}
     code = compile(path.read_text(), str(path), 'exec')
     exec(code, namespace)
-    before = kernels.compile_count
+    before = pipeline.compile_count
     namespace['fill'](0.5)
-    return namespace['x'].to_numpy(), kernels.compile_count - before
+    return namespace['x'].to_numpy(), pipeline.compile_count - before
 
 
 @pytest.fixture
@@ -106,7 +106,7 @@ def test_corrupted_or_foreign_entry_is_recompiled_not_loaded(tmp_path, module_fi
 
 
 def test_off_switch_and_debug_mode_bypass_the_cache(tmp_path, module_file):
-    kernels._loaded.clear()
+    pipeline._loaded.clear()
     for options in (dict(offline_cache=False), dict(debug=True)):
         ti.init(offline_cache_file_path=str(tmp_path / 'c'), **options)
         namespace = {}
@@ -132,11 +132,11 @@ def test_a_new_process_starts_without_compiling(tmp_path, module_file):
     script = textwrap.dedent(f'''
         import runpy, sys
         import engine as ti
-        from engine import kernels
+        from engine import pipeline
         ti.init(offline_cache_file_path={str(tmp_path / "c")!r})
         ns = runpy.run_path({str(module_file)!r})
         ns['fill'](0.5)
-        print(kernels.compile_count, ns['x'].to_numpy().sum())
+        print(pipeline.compile_count, ns['x'].to_numpy().sum())
     ''')
     outputs = [subprocess.run([sys.executable, '-c', script], capture_output=True, text=True,
                               check=True).stdout.split() for _ in range(2)]

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import engine as ti
-from engine import kernels
+from engine import abi
 from ad_helpers import f64, fd_check, set_field  # noqa: F401  (f64 is a fixture)
 
 pytestmark = pytest.mark.usefixtures('ti_init')
@@ -95,7 +95,7 @@ def test_instances_as_template_arguments_are_keyed_by_identity():
     fill(a, 1.0)
     fill(b, 2.0)
     assert a.cells.to_numpy().tolist() == [2, 2] and b.cells.to_numpy().tolist() == [3, 3]
-    assert isinstance(kernels._key_of(fill.specs[0], a), kernels._Instance)
+    assert isinstance(abi.key_of(fill.specs[0], a), abi.Instance)
 
 
 def test_a_kernel_method_errors_at_the_users_line():

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import engine as ti
-from engine import interpret, kernels
+from engine import interpret, pipeline
 from engine.ir import Block, Stmt
 
 N = 3
@@ -19,10 +19,10 @@ def both(scenario):
     results = []
     for interpreted in (False, True):
         ti.init(default_fp=ti.f64, interpret=interpreted)
-        compiled = kernels.compile_count
+        compiled = pipeline.compile_count
         results.append({k: np.asarray(v, dtype=np.float64) for k, v in scenario().items()})
         if interpreted:
-            assert kernels.compile_count == compiled, 'interpret=True compiled native code'
+            assert pipeline.compile_count == compiled, 'interpret=True compiled native code'
     native, interpreted = results
     assert native.keys() == interpreted.keys()
     for key in native:

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 import engine as ti
-from engine import printing, runtime
+from engine import printing
+from engine import program
 
 
 def lines(capsys):
@@ -172,7 +173,7 @@ def test_kernels_without_prints_do_not_look_for_them():
 
     compiled = plain.compiled((1.0,))
     assert compiled.print_formats == [] and not compiled.check_errors
-    assert runtime.program().prints is None          # no buffer until a kernel prints
+    assert program.current().prints is None          # no buffer until a kernel prints
 
 
 def test_a_replayed_capture_prints_each_replay(capsys):

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import engine as ti
-from engine import runtime
+from engine import program
 from scripts.diffmpm_memory import peak_memory
 from sim_helpers import check_simulation_gradient
 from sims import cli
@@ -61,7 +61,7 @@ def test_robot_scene_matches_difftaichi():
 def test_gradient_matches_finite_differences(controller, sticky_floor):
     ref = f64_reference(controller, sticky_floor)
     sim = ref['sim']
-    if sim.x.program is not runtime.program():     # retired by a later create: rebuild it
+    if sim.x.program is not program.current():     # retired by a later create: rebuild it
         sim = _f64_sim(controller, sticky_floor)
     assert all(np.abs(g).max() > 1e-6 for g in ref['grads'])
     assert check_simulation_gradient(sim, entries=4, eps=1e-6, rtol=1e-4, atol=1e-9) >= 4

@@ -15,7 +15,7 @@ import imageio.v2 as imageio
 import numpy as np
 import pytest
 
-from engine import runtime
+from engine import program
 from sim_helpers import check_simulation_gradient
 from sims import cli
 from sims.diffmpm3d import DiffMPM3D, robot_scene
@@ -71,7 +71,7 @@ def test_gradient_matches_finite_differences(controller, sticky_floor):
     if (controller, sticky_floor) == ('sine', True):
         ref = f64_reference()
         sim = ref['sim']
-        if sim.x.program is not runtime.program():     # retired by a later create: rebuild it
+        if sim.x.program is not program.current():     # retired by a later create: rebuild it
             sim = _f64_sim()
         assert all(np.abs(g).max() > 1e-6 for g in ref['grads'])
     else:

@@ -11,7 +11,7 @@ import json
 import numpy as np
 import pytest
 
-import engine.runtime
+import engine.program
 from sim_helpers import check_simulation_gradient
 from sims.cli import main
 from sims.smoke import Smoke, initial_density, target_density
@@ -25,7 +25,7 @@ _built = {}
 def built(**overrides):
     key = tuple(sorted(overrides.items()))
     sim = _built.get(key)
-    if sim is None or sim.loss.program is not engine.runtime.program():
+    if sim is None or sim.loss.program is not engine.program.current():
         sim = _built[key] = Smoke.create(quick=True, **overrides)
     return sim
 

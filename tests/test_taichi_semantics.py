@@ -348,25 +348,25 @@ def test_an_unknown_init_keyword_is_a_type_error_with_a_suggestion():
 
 
 def test_check_out_of_bound_maps_onto_check_bounds():
-    from engine import runtime
+    from engine import program
     ti.init(check_out_of_bound=False)
-    assert not runtime.program().config.check_bounds
+    assert not program.current().config.check_bounds
     ti.init(check_out_of_bound=False, debug=True)         # debug mode always checks
-    assert runtime.program().config.check_bounds
+    assert program.current().config.check_bounds
     ti.init(check_out_of_bound=False, check_bounds=True)  # the engine's own keyword wins
-    assert runtime.program().config.check_bounds
+    assert program.current().config.check_bounds
     ti.init()
-    assert runtime.program().config.check_bounds          # on by default here
+    assert program.current().config.check_bounds          # on by default here
 
 
 def test_environment_variables_fill_keywords_left_out(monkeypatch):
-    from engine import runtime
+    from engine import program
     monkeypatch.setenv('TI_KERNEL_PROFILER', '1')
     monkeypatch.setenv('TI_CHECK_OUT_OF_BOUND', '0')
     ti.init()
-    assert runtime.program().config.kernel_profiler and not runtime.program().config.check_bounds
+    assert program.current().config.kernel_profiler and not program.current().config.check_bounds
     ti.init(kernel_profiler=False)                        # the call's keyword wins
-    assert not runtime.program().config.kernel_profiler
+    assert not program.current().config.kernel_profiler
     monkeypatch.delenv('TI_KERNEL_PROFILER')
     monkeypatch.delenv('TI_CHECK_OUT_OF_BOUND')
     ti.init()
@@ -387,7 +387,7 @@ def test_print_ir(capsys):
 
     assert shown(1.5) == 3.0
     out = capsys.readouterr().out
-    assert 'kernel shown:' in out and 'mul(' in out
+    assert 'kernel shown, after build:' in out and 'mul(' in out
     ti.init()
 
 
@@ -471,7 +471,7 @@ def test_full_tracebacks_on_request(monkeypatch):
 
 
 def test_engine_bugs_keep_their_full_traceback(ti_init, monkeypatch):
-    from engine import kernels
+    from engine import pipeline
 
     def bug(*args):
         raise RuntimeError('an engine bug')
@@ -480,7 +480,7 @@ def test_engine_bugs_keep_their_full_traceback(ti_init, monkeypatch):
     def fine():
         pass
 
-    monkeypatch.setattr(kernels, 'build_native', bug)
+    monkeypatch.setattr(pipeline, 'lower_and_load', bug)
     with pytest.raises(RuntimeError, match='an engine bug') as info:
         fine()
     assert any(f.startswith(ENGINE_DIR) for f in _files(info.value))

@@ -1,8 +1,10 @@
-"""Process-wide program state: configuration, the field table, error slots.
+"""The program: what `ti.init` creates and `ti.reset` throws away.
 
-Kernels receive three pointers: the field table (one data address per field),
-their argument buffer, and the runtime buffer below (error reporting, the
-random-number launch counter, the print buffer of run-time prints).
+Its configuration, the field table (one data address per field) and the runtime
+buffer: kernels receive three pointers, the field table, their argument buffer and
+the runtime buffer, whose words are laid out below (error reporting, the random-number
+launch counter, the print buffer of run-time prints). The current program is
+`context.ctx.program`.
 """
 import inspect
 import os
@@ -10,10 +12,9 @@ import warnings
 
 import numpy as np
 
-from . import cache, options, threadpool
 from . import dtypes as T
-from .errors import (AutodiffRuleError, TaichiIndexError, TaichiNonFiniteError, TaichiRuntimeError,
-                     TaichiZeroDivisionError)
+from . import options
+from .context import ctx
 
 # Slots of the runtime buffer (int64 words).
 RT_ERROR_FLAG = 0       # 0: none; otherwise an ERROR_* code
@@ -62,7 +63,7 @@ class Config:
         self.num_threads = int(cpu_max_num_threads or os.cpu_count() or 1)
         self.random_seed = int(random_seed)
         self.offline_cache = bool(offline_cache)
-        self.cache_dir = offline_cache_file_path or cache.default_dir()
+        self.cache_dir = offline_cache_file_path     # None: engine/cache.py's default
         self.interpret = bool(interpret)            # run kernels on the IR interpreter (engine/interpret.py)
         self.native_replay = bool(native_replay) and not self.interpret   # off: adjoints launch from Python
         # the global data access rules (engine/rules.py): True, False or 'always' (check
@@ -94,19 +95,9 @@ class Program:
         self.runtime_address = self.runtime_buffer.ctypes.data
         self.dual_epoch = 0           # bumped whenever a .dual is allocated
         self.grad_epoch = 0           # bumped whenever a .grad is allocated
-        self._rule_memo = (None, None)    # (grad_epoch, rules.PlanNode): see rule_memo
-        self.prints = None            # the PrintBuffer, made when a kernel that prints is built
-
-    def print_buffer(self):
-        if self.prints is None:
-            from .printing import PrintBuffer
-            self.prints = PrintBuffer(self.runtime_buffer)
-        return self.prints
-
-    def drain_prints(self, kernel_of):
-        """Print what the launches since the last drain printed (engine/printing.py)."""
-        if self.prints is not None:
-            self.prints.drain(kernel_of)
+        self.rule_memo = (None, None)     # (grad_epoch, tape_rules.PlanNode): tape_rules.memo_of
+        self.prints = None                # the PrintBuffer, made when a kernel that prints is built
+        self.threads_installed = False    # threadpool.install_for: the pool runs num_threads
 
     def register_field(self, field):
         """Give a field the next slot of the field table."""
@@ -142,111 +133,23 @@ class Program:
             if field.role in roles and field.placed and field.dual is not None and not field.dual.placed:
                 field.dual._allocate(field.shape)
 
-    def rule_memo(self):
-        """What tapes of this program did for each sequence of launches they saw
-        (engine/rules.py, TapeChecker); forgotten when a gradient is placed."""
-        from .rules import PlanNode
-        if self._rule_memo[0] != self.grad_epoch:
-            self._rule_memo = (self.grad_epoch, PlanNode())
-        return self._rule_memo[1]
 
-    def check_errors(self, kernel_name, ndarrays=None, locations=(), asserts=()):
-        """After a launch that can report errors: turn an error recorded by native code into
-        an exception. `ndarrays`: {argument position: (name, shape)} of the launch's ndarray
-        arguments; `locations`: the kernel's table of source lines (codegen.location_table);
-        `asserts`: the message Formats of its run-time asserts (printing.table)."""
-        rt = self.runtime_buffer
-        if rt[RT_ERROR_FLAG] == 0:
-            return
-        code, at = int(rt[RT_ERROR_FLAG]), int(rt[RT_ERROR_LOC])
-        loc = locations[at] if 0 <= at < len(locations) else None
-        ident = int(rt[RT_ERROR_FIELD])
-        rt[RT_ERROR_FLAG] = 0
-        if code in (ERROR_RULE1, ERROR_RULE2, ERROR_RACE):
-            raise self._rule_error(code, loc, ident, kernel_name, ndarrays, locations)
-        if code == ERROR_INDEX:
-            if ident >= 0:
-                field = self.fields[ident]
-                what, shape = f'field {field.name}', field.shape
-            else:                     # codegen writes -1 - position for an ndarray argument
-                name, shape = (ndarrays or {}).get(-1 - ident, (f'#{-1 - ident}', None))
-                what = f'ndarray argument {name}'
-            ndim = len(shape) if shape is not None else 1
-            index = tuple(int(v) for v in rt[RT_ERROR_INDEX:RT_ERROR_INDEX + ndim])
-            where = f'\n{loc.render()}\n' if loc else ' '
-            raise TaichiIndexError(
-                f'{where}in kernel {kernel_name}: index {index} is out of range for '
-                f'{what}' + (f' of shape {shape}' if shape is not None else ''))
-        if code == ERROR_COMPONENT:
-            index, extent = (int(v) for v in rt[RT_ERROR_INDEX:RT_ERROR_INDEX + 2])
-            where = f'\n{loc.render()}\n' if loc else ' '
-            raise TaichiIndexError(f'{where}in kernel {kernel_name}: component index {index} is out of range '
-                                   f'for a vector or matrix axis of {extent} entries')
-        if code == ERROR_ASSERT:
-            from .printing import assertion_error
-            fmt = asserts[ident]
-            words = rt[RT_ERROR_INDEX:RT_ERROR_INDEX + len(fmt.slots)]
-            raise assertion_error(kernel_name, loc, fmt.render(fmt.decode(words)))
-        where = f'\n{loc.render()}' if loc else ''
-        if code == ERROR_NON_FINITE:
-            raise TaichiNonFiniteError(f'kernel {kernel_name}: NaN or Inf produced from finite operands{where}')
-        if code == ERROR_ZERO_DIVISION:
-            raise TaichiZeroDivisionError(f'kernel {kernel_name}: integer division or modulo by zero{where}')
-        if code == ERROR_OUT_OF_MEMORY:
-            raise MemoryError(f'kernel {kernel_name}: out of memory for the autodiff stack of a loop{where}')
-        raise TaichiRuntimeError(f'kernel {kernel_name} reported error {code}')
-
-
-    def _rule_error(self, code, loc, ident, kernel_name, ndarrays, locations):
-        """The AutodiffRuleError of a rule broken inside a checked launch (engine/rules.py)."""
-        from .rules import ACCESS_KINDS, race_message, rule_message
-        rt = self.runtime_buffer
-        read_loc, offset, kind = (int(v) for v in rt[RT_ERROR_INDEX:RT_ERROR_INDEX + 3])
-        if ident >= 0:
-            target = self.fields[ident]
-            shape = target.shape + target.element_shape
-        else:
-            name, shape = (ndarrays or {}).get(-1 - ident, (f'#{-1 - ident}', ()))
-            target = _Named(name)
-        element = tuple(int(i) for i in np.unravel_index(offset, shape)) if shape else ()
-        kind = ACCESS_KINDS[kind]
-        if code == ERROR_RACE:
-            message = race_message(target, kind)
-        else:
-            rule = 2 if code == ERROR_RULE2 else 1
-            earlier = locations[read_loc] if 0 <= read_loc < len(locations) else None
-            message = (f'global data access rule {rule} is broken: '
-                       + rule_message(rule, target, earlier.lineno if earlier else None, kind))
-        return AutodiffRuleError(f'in kernel {kernel_name} (element {element} of {target.name}): {message}', loc)
-
-
-class _Named:
-    def __init__(self, name):
-        self.name = name
-
-
-_program = None
-write_observer = None       # the recording tape's python_write (engine/tape.py), if any
-
-
-def program() -> Program:
-    global _program
-    if _program is None:
+def current() -> Program:
+    """The program of the last ti.init (one with the defaults if there was none)."""
+    if ctx.program is None:
         init()
-    return _program
+    return ctx.program
 
 
 def init(arch=None, **kwargs):
     """`ti.init`: start a fresh program (all fields and compiled kernels are dropped)."""
-    global _program
     arch, kwargs = options.resolve(arch, kwargs, _KEYWORDS)
     config = Config(**kwargs)
     if arch not in (None, 'cpu') and (config.log_level or _logging_level) not in ('error', 'critical'):
         _warn_once('arch', f'ti.init(arch={arch}): there is no GPU backend yet; kernels run on the CPU')
     T.defaults.fp, T.defaults.ip = config.default_fp, config.default_ip
-    _program = Program(config)
-    threadpool.install(config.num_threads)
-    return _program
+    ctx.program = Program(config)
+    return ctx.program
 
 
 _logging_level = None       # ti.set_logging_level's; ti.init's log_level goes first
@@ -269,9 +172,4 @@ def _warn_once(key, message):
 
 
 def reset():
-    global _program
-    _program = None
-
-
-def has_program():
-    return _program is not None
+    ctx.program = None
