@@ -15,15 +15,15 @@ import textwrap
 
 import numpy as np
 
-from . import ops, printing, runtime, structs
-from . import dtypes as T
-from .errors import (SourceLocation, TaichiCompilationError, TaichiNameError,
-                     TaichiSyntaxError, TaichiTypeError)
-from .fields import Field, StructField
-from .ir import Block, Builder, building
-from .matrix import Matrix, swizzle
-from .structs import Struct
-from . import math as tmath
+from .. import ops, printing, runtime, structs
+from .. import dtypes as T
+from ..errors import (SourceLocation, TaichiCompilationError, TaichiNameError,
+                      TaichiSyntaxError, TaichiTypeError)
+from ..fields import Field, StructField
+from ..ir import Block, Builder, building
+from ..matrix import Matrix, swizzle
+from ..structs import Struct
+from .. import math as tmath
 
 
 # ----------------------------------------------------------------------------
