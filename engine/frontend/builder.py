@@ -7,271 +7,32 @@ handler (`visit_<Node>`); anything without one is unsupported and reported with
 the user's source line.
 """
 import ast
-import builtins
 import inspect
 import itertools
 import operator
-import textwrap
 
 import numpy as np
 
 from .. import ops, printing, runtime, structs
 from .. import dtypes as T
-from ..errors import (SourceLocation, TaichiCompilationError, TaichiNameError,
-                      TaichiSyntaxError, TaichiTypeError)
+from .. import math as tmath
+from ..errors import TaichiCompilationError, TaichiNameError, TaichiSyntaxError, TaichiTypeError
 from ..fields import Field, StructField
 from ..ir import Block, Builder, building
 from ..matrix import Matrix, swizzle
 from ..structs import Struct
-from .. import math as tmath
-
-
-# ----------------------------------------------------------------------------
-# Compile-time markers used by the frontend
-
-def static(value, *more):
-    if more:
-        return (value,) + more
-    return value
-
-
-def static_assert(condition, message='static assertion failed'):
-    """A compile-time assertion (the condition must be known when the kernel compiles)."""
-    if ops.is_value(condition):
-        raise TaichiSyntaxError('ti.static_assert needs a condition known at compile time')
-    if not condition:
-        raise TaichiSyntaxError(f'ti.static_assert: {message}')
-
-
-def static_print(*args, **kwargs):
-    """print() when the kernel compiles (once per compiled kernel)."""
-    print(*args, **kwargs)
-
-
-def block_local(*fields):
-    """A performance hint for GPUs (shared memory); nothing to do on the CPU."""
-
-
-def stop_grad(x):
-    """The value of x, through which no gradient flows."""
-    if isinstance(x, Matrix):
-        return x.map(stop_grad)
-    return ops.unary('stop_grad', x) if ops.is_value(x) else x
-
-
-class NdRange:
-    def __init__(self, *dims):
-        self.dims = [(0, d) if not isinstance(d, (tuple, list)) else tuple(d) for d in dims]
-
-
-class Grouped:
-    def __init__(self, source):
-        self.source = source
-
-
-def ndrange(*dims):
-    return NdRange(*dims)
-
-
-def grouped(source):
-    return Grouped(source)
-
-
-class LoopConfig:
-    serialize = False
-
-
-def loop_config(serialize=False, **_):
-    """`ti.loop_config(serialize=True)`: the next top-level loop runs serially."""
-    LoopConfig.serialize = bool(serialize)
-
-
-# ----------------------------------------------------------------------------
-# Local variables
-
-class Var:
-    """A mutable scalar local: an alloca in the IR."""
-
-    def __init__(self, alloca, in_parallel_loop=False):
-        self.alloca = alloca
-        self.in_parallel_loop = in_parallel_loop
-
-    @property
-    def dtype(self):
-        return self.alloca.dtype
-
-    def load(self):
-        return ops.emit('local_load', [self.alloca], self.alloca.dtype)
-
-    def store(self, value):
-        ops.current_builder().emit('local_store', [self.alloca, ops.as_value(value, self.dtype)])
-
-
-class ElementRef(Var):
-    """One entry of a field or ndarray element passed to a ti.template() parameter of a
-    ti.func: the func reads and writes memory, as Taichi passes it by reference."""
-    in_parallel_loop = True     # not a local that the threads of a parallel loop share
-
-    def __init__(self, target, indices, component):
-        self.target, self.indices, self.component = target, indices, component
-
-    @property
-    def dtype(self):
-        return self.target.dtype
-
-    def load(self):
-        return ops.emit('global_load', self.indices, self.dtype, target=self.target, component=self.component)
-
-    def store(self, value):
-        ops.current_builder().emit('global_store', self.indices + [ops.as_value(value, self.dtype)],
-                                   target=self.target, component=self.component)
-
-    def accumulate(self, kind, value):
-        """`x += v` on the parameter: an atomic, as on the element itself."""
-        return ops.emit('atomic', self.indices + [ops.as_value(value, self.dtype)], self.dtype,
-                        target=self.target, component=self.component, kind=kind)
-
-
-class MatVar:
-    """A mutable vector/matrix local: one Var per entry."""
-
-    def __init__(self, shape, vars_):
-        self.shape, self.vars = shape, vars_
-
-    def load(self):
-        return Matrix._make(self.shape, [v.load() for v in self.vars])
-
-    def store(self, value):
-        if not isinstance(value, Matrix):
-            value = Matrix(value) if isinstance(value, (list, tuple)) else Matrix._make(
-                self.shape, [value] * len(self.vars))
-        if value.shape != self.shape:
-            raise TaichiTypeError(f'cannot assign a matrix of shape {value.shape} to one of shape {self.shape}')
-        for v, e in zip(self.vars, value.entries):
-            v.store(e)
-
-
-class StructVar:
-    """A mutable struct local: a Var, MatVar or StructVar per member."""
-
-    def __init__(self, struct_type, members):
-        self.struct_type, self.members = struct_type, members
-
-    @property
-    def vars(self):
-        return [v for m in self.members.values() for v in (m.vars if isinstance(m, (MatVar, StructVar)) else [m])]
-
-    def load(self):
-        members = {k: m.load() for k, m in self.members.items()}
-        return Struct._typed(self.struct_type, members) if self.struct_type else Struct(members)
-
-    def store(self, value):
-        if not isinstance(value, Struct) or set(value._members) != set(self.members):
-            raise TaichiTypeError(f'cannot assign {structs.describe(value)} to a struct with members '
-                                  f'{", ".join(self.members)}')
-        for k, m in self.members.items():
-            m.store(value._members[k])
-
-
-class Resolved(ast.expr):
-    """An AST leaf standing for what the frontend already found: a struct member's field
-    (`f[i].a` compiles as `f.a[i]`) or a struct local's member variable (`p.a`)."""
-    _fields = ()
-
-    def __init__(self, obj, like):
-        super().__init__()
-        self.obj, self.like = obj, like
-        ast.copy_location(self, like)
-
-    @property
-    def name(self):         # for messages only: unparsing costs more than resolving
-        return ast.unparse(self.like)
-
-
-class NdarrayArg:
-    """An ndarray kernel argument: a pointer and a run-time shape in the argument buffer."""
-
-    def __init__(self, index, name, dtype, ndim, element_shape, offset, grad_offset=None):
-        self.index, self.name, self.dtype = index, name, dtype
-        self.ndim, self.element_shape = ndim, tuple(element_shape)
-        self.pointer_offset, self.shape_offset = offset, offset + 8
-        # The gradient array (if the argument has one) shares the shape slots.
-        self.grad_target = None
-        if grad_offset is not None:
-            self.grad_target = NdarrayArg(index, name + '.grad', dtype, ndim, element_shape, offset)
-            self.grad_target.pointer_offset = grad_offset
-
-    @property
-    def shape(self):
-        return tuple(ops.emit('ndarray_shape', (), T.i32, target=self, axis=a) for a in range(self.ndim))
-
-    def __repr__(self):
-        return f'ndarray:{self.name}'
+from .markers import (BoundFunc, Func, Grouped, LoopConfig, NdRange, is_template_annotation,
+                      static)
+from .source import FunctionContext, describe
+from .values import (ElementRef, MatVar, NdarrayArg, Resolved, RuntimeRange, StructVar, Var,
+                     holds_values)
 
 
 class _FuncReturn(Exception):
     pass
 
 
-_BUILTINS = {
-    'range': range, 'len': len, 'int': None, 'float': None, 'abs': tmath.abs,
-    'min': tmath.min, 'max': tmath.max, 'enumerate': enumerate, 'zip': zip,
-    'isinstance': isinstance, 'list': list, 'tuple': tuple, 'bool': None, 'pow': tmath.pow,
-    'True': True, 'False': False, 'None': None, 'print': printing.kernel_print, 'reversed': reversed,
-    'sum': sum, 'type': type, 'round': tmath.round,
-    'any': lambda x: x.any() if isinstance(x, Matrix) else any(x),      # Taichi's any(v) of a vector
-    'all': lambda x: x.all() if isinstance(x, Matrix) else all(x),
-}
-
-
-def _py_cast(dtype_getter, pytype):
-    def cast(x=0):
-        if isinstance(x, Matrix):
-            return x.cast(dtype_getter())
-        if ops.is_value(x):
-            return ops.cast(x, dtype_getter())
-        return pytype(x)
-    cast.python_type = pytype      # `ti.cast(x, float)` in a kernel: the name means the type
-    return cast
-
-
-_BUILTINS['int'] = _py_cast(lambda: T.defaults.ip, int)
-_BUILTINS['float'] = _py_cast(lambda: T.defaults.fp, float)
-_BUILTINS['bool'] = lambda x: ops.truth(x) if ops.is_value(x) else bool(x)
-
-
 # ----------------------------------------------------------------------------
-
-class FunctionSource:
-    """Parsed source of a kernel or ti.func, with its file and line offset."""
-
-    def __init__(self, fn):
-        self.fn = fn
-        self.filename = inspect.getsourcefile(fn) or '<unknown>'
-        try:
-            lines, self.first_line = inspect.getsourcelines(fn)
-        except (OSError, TypeError) as exc:
-            raise TaichiSyntaxError(f'the source of {fn.__name__} is not available ({exc}): kernels '
-                                    f'and ti.funcs must be defined in a file') from None
-        source = textwrap.dedent(''.join(lines))
-        self.indent = len(lines[0]) - len(lines[0].lstrip())
-        tree = ast.parse(source)
-        self.node = tree.body[0]
-        self.globals = fn.__globals__
-        self.closure = {}
-        if fn.__closure__:
-            for name, cell in zip(fn.__code__.co_freevars, fn.__closure__):
-                try:
-                    self.closure[name] = cell.cell_contents
-                except ValueError:
-                    pass
-
-    def location(self, node):
-        lineno = self.first_line + getattr(node, 'lineno', 1) - 1
-        col = getattr(node, 'col_offset', 0) + self.indent
-        end = getattr(node, 'end_col_offset', None)
-        end = end + self.indent if end is not None and getattr(node, 'end_lineno', None) == getattr(node, 'lineno', None) else None
-        return SourceLocation(self.filename, lineno, col, end, self.fn.__name__)
 
 
 def _index_value(i):
@@ -285,44 +46,6 @@ def _index_value(i):
 
 
 _MAX_FUNC_DEPTH = 64        # ti.func calls are inlined; deeper chains would exhaust Python's stack
-
-
-class FunctionContext:
-    """One function being inlined: its source and its stack of local scopes."""
-
-    def __init__(self, source, scope):
-        self.source = source
-        self.scopes = [scope]
-        self.return_value = None
-        self.has_returned = False
-        # A func that returns inside run-time control flow keeps its result in locals and
-        # a flag: `returned` (the flag's alloca), `returns` (returns emitted so far) and
-        # `guarded` (how many of them the code being emitted is known to come after).
-        self.returned = None
-        self.result = None            # (shape or None, [alloca per entry])
-        self.returns = self.guarded = 0
-        self.return_annotation = None
-        # ti.template() parameters bound to a value computed at run time, not to a variable:
-        # Taichi cannot assign to them (they are no l-values), nor can we
-        self.expression_params = set()
-
-    def is_expression_param(self, name):
-        holder = next((scope for scope in reversed(self.scopes) if name in scope), None)
-        return holder is self.scopes[0] and name in self.expression_params
-
-    def lookup(self, name):
-        for scope in reversed(self.scopes):
-            if name in scope:
-                return scope[name]
-        if name in self.source.closure:
-            return self.source.closure[name]
-        if name in self.source.globals:
-            return self.source.globals[name]
-        if name in _BUILTINS:
-            return _BUILTINS[name]
-        if hasattr(builtins, name):
-            return getattr(builtins, name)
-        raise KeyError(name)
 
 
 class Loop:
@@ -351,7 +74,7 @@ class KernelBuilder(ast.NodeVisitor):
             scope = {}
             for name, obj in make_params().items():
                 # Arguments become mutable locals; template arguments stay Python.
-                scope[name] = self._new_var(obj) if _holds_values(obj) else obj
+                scope[name] = self._new_var(obj) if holds_values(obj) else obj
             self.frames.append(FunctionContext(self.kernel_source, scope))
             self._visit_body(self.kernel_source.node.body)
             if self.return_type is not None and not self.returns_seen:
@@ -396,7 +119,7 @@ class KernelBuilder(ast.NodeVisitor):
         try:
             method = getattr(self, 'visit_' + type(node).__name__, None)
             if method is None:
-                raise self.error(node, f'{_describe(node)} is not supported in kernels')
+                raise self.error(node, f'{describe(node)} is not supported in kernels')
             return method(node)
         except TaichiCompilationError as exc:
             if exc.location is None:        # raised below the frontend: point at this node
@@ -707,7 +430,7 @@ class KernelBuilder(ast.NodeVisitor):
     def _argument(self, node, param):
         template = param is not None and param.kind in (param.POSITIONAL_ONLY, param.POSITIONAL_OR_KEYWORD,
                                                         param.KEYWORD_ONLY) and \
-            _is_template_annotation(param.annotation)
+            is_template_annotation(param.annotation)
         reference = self._reference(node) if template else None
         return self.visit(node) if reference is None else reference
 
@@ -984,7 +707,7 @@ class KernelBuilder(ast.NodeVisitor):
             if element is not None and comp is not None:        # f[i].x = v: one component
                 return self._store_component(target, element[0], self.visit(element[1]), comp, value)
             raise self.error(target, f'cannot assign to attribute {target.attr}')
-        raise self.error(target, f'cannot assign to {_describe(target)}')
+        raise self.error(target, f'cannot assign to {describe(target)}')
 
     def _in_parallel_loop(self):
         return any(loop.kind == 'parallel' for loop in self.loops)
@@ -1399,7 +1122,7 @@ class KernelBuilder(ast.NodeVisitor):
         scope = {}
         for p in params:
             value = bound.arguments[p.name]
-            if _is_template_annotation(p.annotation):
+            if is_template_annotation(p.annotation):
                 scope[p.name] = value           # a variable stays itself: passed by reference
             else:
                 scope[p.name] = self._bind_param(value)
@@ -1412,8 +1135,8 @@ class KernelBuilder(ast.NodeVisitor):
                               'recursion at compile time' if calls_itself else
                               'the compiler inlines every call; flatten the chain'))
         frame = FunctionContext(source, scope)
-        frame.expression_params = {p.name for p in params if _is_template_annotation(p.annotation)
-                                   and _holds_values(scope[p.name])}
+        frame.expression_params = {p.name for p in params if is_template_annotation(p.annotation)
+                                   and holds_values(scope[p.name])}
         frame.body_block = self.builder.block
         frame.loop_depth = len(self.loops)
         if _returns_in_control_flow(source.node):
@@ -1463,25 +1186,6 @@ def tmath_and(a, b):
     if not ops.is_value(a) and not ops.is_value(b):
         return a and b
     return ops.binary('logical_and', a, b)
-
-
-class RuntimeRange:
-    """`range(...)` with run-time bounds."""
-
-    def __init__(self, *args):
-        if len(args) == 1:
-            args = (0, args[0])
-        self.start, self.stop = args[0], args[1]
-        self.step = args[2] if len(args) > 2 else 1
-
-
-def _range(*args):
-    if any(ops.is_value(a) for a in args):
-        return RuntimeRange(*args)
-    return builtins.range(*args)
-
-
-_BUILTINS['range'] = _range
 
 
 def _is_one(x):
@@ -1590,55 +1294,7 @@ def _bind_target(kb, target, item, bindings):
         for t, v in zip(target.elts, items):
             _bind_target(kb, t, v, bindings)
     else:
-        raise kb.error(target, f'cannot bind a loop variable to {_describe(target)}')
-
-
-def _is_template_annotation(annotation):
-    return isinstance(annotation, Template) or annotation is Template
-
-
-class Template:
-    """`ti.template()`: the argument is passed at compile time."""
-
-
-def template():
-    return Template()
-
-
-class Func:
-    """`@ti.func`: inlined into the kernels that call it."""
-
-    def __init__(self, fn):
-        self.fn = fn
-        self.signature = inspect.signature(fn)
-        self._source = None
-
-    @property
-    def source(self):
-        if self._source is None:
-            self._source = FunctionSource(self.fn)
-        return self._source
-
-    def __call__(self, *args, **kwargs):
-        raise TaichiSyntaxError(f'ti.func {self.fn.__name__} can only be called from a kernel or another ti.func')
-
-    def __get__(self, obj, owner=None):
-        return self if obj is None else BoundFunc(self, obj)
-
-
-class BoundFunc:
-    """A ti.func method of an object (a data_oriented class, a @ti.dataclass struct): the
-    object is its first argument."""
-
-    def __init__(self, func, obj):
-        self.func, self.obj = func, obj
-
-    def __call__(self, *args, **kwargs):
-        self.func(*args, **kwargs)          # raises: called from Python
-
-
-def func(fn):
-    return Func(fn)
+        raise kb.error(target, f'cannot bind a loop variable to {describe(target)}')
 
 
 def _is_member_name(var, attr):
@@ -1646,29 +1302,6 @@ def _is_member_name(var, attr):
     an attribute of struct values (`keys`, `to_dict`, ...)."""
     methods = var.struct_type.methods if var.struct_type else {}
     return attr in var.members or not (attr in methods or hasattr(Struct, attr))
-
-
-def _holds_values(obj):
-    """Whether a kernel argument holds run-time values (a template argument holds none)."""
-    if isinstance(obj, (Matrix, Struct)):
-        return any(map(ops.is_value, structs.leaves(obj)))
-    return ops.is_value(obj)
-
-
-def _describe(node):
-    names = {
-        'Try': '`try` statement', 'TryStar': '`try` statement', 'With': '`with` statement',
-        'AsyncWith': '`async with` statement', 'Lambda': 'lambda expression',
-        'ClassDef': 'class definition', 'FunctionDef': 'nested function definition',
-        'AsyncFunctionDef': 'nested function definition', 'Yield': '`yield`',
-        'YieldFrom': '`yield from`', 'Await': '`await`', 'Global': '`global` statement',
-        'Nonlocal': '`nonlocal` statement', 'SetComp': 'set comprehension',
-        'DictComp': 'dict comprehension', 'Set': 'set display', 'Dict': 'dict display',
-        'Delete': '`del` statement', 'Import': '`import` statement',
-        'ImportFrom': '`import` statement', 'Raise': '`raise` statement', 'Match': '`match` statement',
-        'NamedExpr': 'assignment expression (:=)', 'Starred': 'starred expression',
-    }
-    return names.get(type(node).__name__, f'`{type(node).__name__}`')
 
 
 def _binop_table():
@@ -1691,14 +1324,3 @@ _COMPARE = {ast.Lt: lambda a, b: a < b, ast.LtE: lambda a, b: a <= b, ast.Gt: la
             ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b}
 
 
-def _atomic(kind):
-    def atomic(target, value):
-        raise TaichiSyntaxError(f'ti.atomic_{kind} can only be used inside kernels')
-    atomic._atomic_kind = kind
-    atomic.__name__ = f'atomic_{kind}'
-    return atomic
-
-
-atomic_add, atomic_sub = _atomic('add'), _atomic('sub')
-atomic_min, atomic_max = _atomic('min'), _atomic('max')
-atomic_and, atomic_or, atomic_xor = _atomic('and'), _atomic('or'), _atomic('xor')
