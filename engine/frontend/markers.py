@@ -5,6 +5,7 @@
 `ti.atomic_*` functions: what a kernel names, and what the builder recognizes when it
 evaluates those names (a marker does its work at compile time, or none at all).
 """
+import functools
 import inspect
 
 from .. import ops
@@ -88,13 +89,11 @@ class Func:
     def __init__(self, fn):
         self.fn = fn
         self.signature = inspect.signature(fn)
-        self._source = None
 
-    @property
+    @functools.cached_property
     def source(self):
-        if self._source is None:
-            self._source = FunctionSource(self.fn)
-        return self._source
+        """The func's parsed source (parsed when a kernel first calls it)."""
+        return FunctionSource(self.fn)
 
     def __call__(self, *args, **kwargs):
         raise TaichiSyntaxError(f'ti.func {self.fn.__name__} can only be called from a kernel or another ti.func')
