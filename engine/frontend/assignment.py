@@ -9,7 +9,8 @@ import ast
 from .. import ops
 from .. import dtypes as T
 from ..errors import TaichiTypeError
-from ..fields import Field, StructField
+from ..fields import Field
+from ..struct_fields import StructField
 from ..matrix import Matrix
 from ..structs import Struct
 from .components import component_of, flat_component

@@ -8,7 +8,8 @@ import ast
 
 from .. import ops
 from ..errors import TaichiTypeError
-from ..fields import Field, StructField
+from ..fields import Field
+from ..struct_fields import StructField
 from ..matrix import Matrix
 from .components import component_of, flat_component
 from .operators import COMBINE

@@ -12,7 +12,8 @@ from .. import ops
 from .. import dtypes as T
 from .. import math as tmath
 from ..errors import TaichiCompilationError
-from ..fields import Field, StructField
+from ..fields import Field
+from ..struct_fields import StructField
 from ..ir import Block
 from ..matrix import Matrix
 from .markers import Grouped, LoopConfig, NdRange, static

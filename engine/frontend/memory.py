@@ -8,10 +8,12 @@ import ast
 
 import numpy as np
 
-from .. import ops, runtime, structs
+from .. import ops, structs
+from ..program import current as current_program
 from .. import dtypes as T
 from ..errors import TaichiCompilationError, TaichiTypeError
-from ..fields import Field, StructField
+from ..fields import Field
+from ..struct_fields import StructField
 from ..matrix import Matrix
 from ..structs import Struct
 from .components import constant_component, flat_component
@@ -64,7 +66,7 @@ class MemoryMixin:
         if isinstance(target, Field):
             if not target.placed:
                 self._raise_unplaced(node, target)
-            if target.program is not runtime.program():
+            if target.program is not current_program():
                 raise self.error(node, f'field {target.name} belongs to an earlier ti.init(); every '
                                        f'ti.init() starts a new program, so create the field again')
             ndim = len(target.shape)

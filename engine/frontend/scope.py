@@ -9,7 +9,7 @@ import ast
 
 from .. import ops, structs
 from ..errors import TaichiNameError, TaichiTypeError
-from ..fields import StructField
+from ..struct_fields import StructField
 from ..matrix import Matrix
 from ..structs import Struct
 from .values import MatVar, Resolved, StructVar, Var

@@ -6,7 +6,8 @@ builtins: printing.kernel_print).
 """
 import ast
 
-from .. import ops, printing, runtime
+from .. import ops, printing
+from ..program import RT_ERROR_WORDS, current as current_program
 from ..ir import Block
 from ..matrix import Matrix
 
@@ -49,7 +50,7 @@ class StatementMixin:
                 raise self.error(node, 'assertion is false at compile time' +
                                  (f': {message}' if isinstance(message, str) else ''))
             return
-        if not runtime.program().config.debug:
+        if not current_program().config.debug:
             return                  # not compiled: the condition is not even evaluated
         self.builder.block.stmts.extend(block.stmts)
         failed = self.builder.emit('if', [ops.unary('logical_not', ops.truth(cond))],
@@ -58,7 +59,7 @@ class StatementMixin:
             message = self.visit(node.msg) if node.msg is not None else \
                 f'assertion failed: {ast.unparse(node.test)}'
             fmt, values = printing.compose(printing.pieces_of(message))
-            if len(values) > runtime.RT_ERROR_WORDS:
-                raise self.error(node.msg, f'an assert message shows at most {runtime.RT_ERROR_WORDS} '
+            if len(values) > RT_ERROR_WORDS:
+                raise self.error(node.msg, f'an assert message shows at most {RT_ERROR_WORDS} '
                                            f'run-time values, this one {len(values)}')
             self.builder.emit('assert_fail', values, format=fmt)
