@@ -41,6 +41,24 @@ class Canvas:
         points = starts[:, None, :] + t[None, :, None] * (ends - starts)[:, None, :]
         self.circles(points.reshape(-1, 2), width / 2, np.repeat(colors, len(t), axis=0))
 
+    def triangles(self, corners, colors):
+        """Filled triangles (m x 3 x 2 corners), one RGB color each."""
+        size = self.size
+        pixels = np.stack([corners[..., 0] * size, (1 - corners[..., 1]) * size], axis=-1)
+        for (a, b, c), color in zip(pixels, colors):
+            lo = np.maximum(np.floor(np.minimum(np.minimum(a, b), c)).astype(int), 0)
+            hi = np.minimum(np.ceil(np.maximum(np.maximum(a, b), c)).astype(int), size - 1)
+            if np.any(hi < lo):
+                continue
+            px, py = np.meshgrid(np.arange(lo[0], hi[0] + 1) + 0.5, np.arange(lo[1], hi[1] + 1) + 0.5)
+
+            def edge(p, q):
+                return (q[0] - p[0]) * (py - p[1]) - (q[1] - p[1]) * (px - p[0])
+            e0, e1, e2 = edge(a, b), edge(b, c), edge(c, a)
+            inside = ((e0 >= 0) & (e1 >= 0) & (e2 >= 0)) | ((e0 <= 0) & (e1 <= 0) & (e2 <= 0))
+            rows, cols = np.nonzero(inside)
+            self.image[rows + lo[1], cols + lo[0]] = color
+
     def field(self, values, cmap='viridis', vmin=None, vmax=None):
         """Cover the canvas with a 2-D array (values[i, j]: i along x, j along y)."""
         from matplotlib import colormaps
