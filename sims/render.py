@@ -72,6 +72,18 @@ class Canvas:
         self.image[...] = rgb[cols[None, :], rows[:, None]]
 
 
+def next_to_target(field_at, times, target, size, hold=10, **colors):
+    """Frames of a 2-D quantity at `times` (`field_at(t)`, left) next to its `target` (right),
+    the last one repeated `hold` more times; colors: Canvas.field's cmap, vmin, vmax."""
+    right = Canvas(size)
+    right.field(target, **colors)
+    gap = np.full((size, 8, 3), 255, np.uint8)
+    for t in list(times) + [times[-1]] * hold:
+        canvas = Canvas(size)
+        canvas.field(field_at(t), **colors)
+        yield np.concatenate([canvas.image, gap, right.image], axis=1)
+
+
 def write_video(frames, stem, fps=30, kind='mp4'):
     """Write frames as `<stem>.mp4` (H.264 through imageio-ffmpeg, which ships its own
     ffmpeg) or, with kind='gif' or when that fails, `<stem>.gif`. Returns (path, frame
