@@ -36,7 +36,7 @@ from sims.base import Simulation
 from sims.controlled import damping_factor, make_controller, serial_observation
 
 from . import kernels, render
-from .scene import CHARGES, N_OBS, goal_path  # noqa: F401 - the scene, as sims.electric's names
+from .scene import CHARGES, N_OBS, goal_path
 
 
 class Electric(Simulation):

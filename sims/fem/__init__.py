@@ -51,7 +51,7 @@ from sims.base import Simulation, zero_fields
 from sims.controlled import damping_factor, make_controller, serial_observation
 
 from . import closed_form, kernels, render
-from .scene import GROUND, N_OBS, centre_of_mass, lame, rest_shape, robot_mesh  # noqa: F401 - GROUND: sims.fem's
+from .scene import N_OBS, centre_of_mass, lame, rest_shape, robot_mesh
 
 
 class FEM(Simulation):

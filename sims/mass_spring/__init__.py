@@ -26,7 +26,7 @@ from sims.base import Simulation, at_least, zero_fields
 from sims.controlled import damping_factor, make_controller, serial_observation
 
 from . import kernels, render, robots
-from .scene import GROUND_HEIGHT, SPRING_OMEGA, TRIANGLE, make_robot  # noqa: F401 - GROUND_HEIGHT: sims.mass_spring's
+from .scene import SPRING_OMEGA, TRIANGLE, make_robot
 
 
 class MassSpring(Simulation):

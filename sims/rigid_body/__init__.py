@@ -57,7 +57,7 @@ from sims.base import Simulation, at_least, zero_fields
 from sims.controlled import damping_factor, make_controller
 
 from . import kernels, render, robots
-from .scene import GROUND_HEIGHT, SPRING_OMEGA  # noqa: F401 - GROUND_HEIGHT: sims.rigid_body's
+from .scene import SPRING_OMEGA
 
 
 class RigidBody(Simulation):
