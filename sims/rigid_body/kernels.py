@@ -172,6 +172,8 @@ def observation_writer(state, obs, n, head):
 
 
 def observe_kernel(write_observation):
+    """The kernel of the observation at t = 0. Unlike sims.controlled.serial_observation's it
+    calls write_observation at the kernel's top level: its loop over the boxes runs in parallel."""
     @ti.kernel
     def observe_initial():
         write_observation(0)
