@@ -156,7 +156,8 @@ class Simulation:
 
     def run_controlled(self):
         """A controlled rollout: the observation at 0, then for each step the controller's
-        actuation at t and `step_kernel(t)`, which advances t to t + 1."""
+        actuation at t and `step_kernel(t)`, which advances t to t + 1 (sims/controlled.py
+        builds the controller and the kernel of the first observation)."""
         if self.observe_initial is not None:
             self.observe_initial()
         compute, step = self.controller.compute, self.step_kernel

@@ -41,6 +41,24 @@ class Canvas:
         points = starts[:, None, :] + t[None, :, None] * (ends - starts)[:, None, :]
         self.circles(points.reshape(-1, 2), width / 2, np.repeat(colors, len(t), axis=0))
 
+    def triangles(self, corners, colors):
+        """Filled triangles (m x 3 x 2 corners), one RGB color each."""
+        size = self.size
+        pixels = np.stack([corners[..., 0] * size, (1 - corners[..., 1]) * size], axis=-1)
+        for (a, b, c), color in zip(pixels, colors):
+            lo = np.maximum(np.floor(np.minimum(np.minimum(a, b), c)).astype(int), 0)
+            hi = np.minimum(np.ceil(np.maximum(np.maximum(a, b), c)).astype(int), size - 1)
+            if np.any(hi < lo):
+                continue
+            px, py = np.meshgrid(np.arange(lo[0], hi[0] + 1) + 0.5, np.arange(lo[1], hi[1] + 1) + 0.5)
+
+            def edge(p, q):
+                return (q[0] - p[0]) * (py - p[1]) - (q[1] - p[1]) * (px - p[0])
+            e0, e1, e2 = edge(a, b), edge(b, c), edge(c, a)
+            inside = ((e0 >= 0) & (e1 >= 0) & (e2 >= 0)) | ((e0 <= 0) & (e1 <= 0) & (e2 <= 0))
+            rows, cols = np.nonzero(inside)
+            self.image[rows + lo[1], cols + lo[0]] = color
+
     def field(self, values, cmap='viridis', vmin=None, vmax=None):
         """Cover the canvas with a 2-D array (values[i, j]: i along x, j along y)."""
         from matplotlib import colormaps
@@ -52,6 +70,18 @@ class Canvas:
         rows = (np.arange(self.size) * values.shape[1] // self.size)[::-1]   # image rows: y down
         cols = np.arange(self.size) * values.shape[0] // self.size
         self.image[...] = rgb[cols[None, :], rows[:, None]]
+
+
+def next_to_target(field_at, times, target, size, hold=10, **colors):
+    """Frames of a 2-D quantity at `times` (`field_at(t)`, left) next to its `target` (right),
+    the last one repeated `hold` more times; colors: Canvas.field's cmap, vmin, vmax."""
+    right = Canvas(size)
+    right.field(target, **colors)
+    gap = np.full((size, 8, 3), 255, np.uint8)
+    for t in list(times) + [times[-1]] * hold:
+        canvas = Canvas(size)
+        canvas.field(field_at(t), **colors)
+        yield np.concatenate([canvas.image, gap, right.image], axis=1)
 
 
 def write_video(frames, stem, fps=30, kind='mp4'):

@@ -13,7 +13,8 @@ import pytest
 
 from sim_helpers import check_simulation_gradient
 from sims import cli
-from sims.billiards import Billiards, rack_positions
+from sims.billiards import Billiards
+from sims.billiards.scene import rack_positions
 
 # `train --quick` (256 steps of dt 0.012, gd lr 0.01, toi): the losses of its 4 iterations (f32);
 # with --no-toi they are 0.04542536, 0.03404559, 0.03173481, 0.03067245

@@ -15,7 +15,8 @@ import pytest
 
 from sim_helpers import check_simulation_gradient
 from sims import cli
-from sims.electric import CHARGES, Electric, goal_path
+from sims.electric import Electric
+from sims.electric.scene import CHARGES, goal_path
 
 # `train --quick` (MLP 8-16-8, 128 steps of dt 0.06, gd lr 0.1): its 4 losses (f32)
 QUICK_LOSSES = [0.6537466, 0.61210227, 0.58276892, 0.55924839]

@@ -16,7 +16,8 @@ import pytest
 import engine.program
 from sim_helpers import check_simulation_gradient
 from sims.cli import main
-from sims.fem import FEM, GROUND, robot_mesh
+from sims.fem import FEM
+from sims.fem.scene import GROUND, robot_mesh
 
 SHORT = 60      # steps of the float64 checks
 

@@ -15,7 +15,8 @@ import pytest
 
 from sim_helpers import check_simulation_gradient
 from sims import cli
-from sims.mass_spring import GROUND_HEIGHT, MassSpring, robots
+from sims.mass_spring import MassSpring, robots
+from sims.mass_spring.scene import GROUND_HEIGHT
 from sims.training import train
 
 # `train --quick` (robot 0, MLP, 128 steps, lr 0.2, clip 1): losses of its 6 iterations (f32)

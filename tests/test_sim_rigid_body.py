@@ -17,7 +17,8 @@ import pytest
 
 from sim_helpers import check_simulation_gradient
 from sims import cli
-from sims.rigid_body import GROUND_HEIGHT, RigidBody, robots
+from sims.rigid_body import RigidBody, robots
+from sims.rigid_body.scene import GROUND_HEIGHT
 
 # `train --quick` (robot 0, MLP, toi, 400 steps, gd lr 1 clip 0.2): losses of its 5 iterations (f32)
 QUICK_LOSSES = [0.6072430, 0.6039665, 0.6025321, 0.6006042, 0.5996398]

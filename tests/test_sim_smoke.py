@@ -14,7 +14,8 @@ import pytest
 import engine.program
 from sim_helpers import check_simulation_gradient
 from sims.cli import main
-from sims.smoke import Smoke, initial_density, target_density
+from sims.smoke import Smoke
+from sims.smoke.scene import initial_density, target_density
 
 N = 16          # grid of the physics and gradient tests
 STEPS = 6

@@ -15,7 +15,8 @@ import pytest
 import engine.program
 from sim_helpers import check_simulation_gradient
 from sims.cli import main
-from sims.wave import Wave, target_pattern
+from sims.wave import Wave
+from sims.wave.scene import target_pattern
 
 N = 12          # grid of the physics and gradient tests
 STEPS = 14

@@ -19,17 +19,11 @@ jump by whole steps, and the gradient is wrong; see tests/test_toi_bounce.py).
 Loss: |x_target(T) - goal|^2 at the last step. Parameters: the cue ball's initial
 position and velocity, trained by plain gradient descent with lr 0.01 (DiffTaichi's).
 """
-import numpy as np
-
 import engine as ti
 from sims.base import Simulation
-from sims.render import Canvas
 
-
-def rack_positions(layers, radius):
-    """Initial positions of the rack balls (balls 1 .. n-1), row by row."""
-    return np.array([[0.5 + 2 * radius * i, 0.5 + 2 * radius * j - 0.7 * radius * i]
-                     for i in range(layers) for j in range(i + 1)])
+from . import kernels, render
+from .scene import ball_count, rack_positions
 
 
 class Billiards(Simulation):
@@ -52,57 +46,22 @@ class Billiards(Simulation):
 
     def build(self):
         c = self.cfg
-        self.n_balls = n = 1 + c.layers * (c.layers + 1) // 2
+        self.n_balls = n = ball_count(c.layers)
         self.target_ball = n - 1
-        dt, radius, e, toi = c.dt, c.radius, c.elasticity, bool(c.toi)
         self.x = ti.Vector.field(2, float, shape=(c.steps, n), needs_grad=True)
         self.v = ti.Vector.field(2, float, shape=(c.steps, n), needs_grad=True)
         self.init_x = ti.Vector.field(2, float, shape=(), name='init_x', needs_grad=True)
         self.init_v = ti.Vector.field(2, float, shape=(), name='init_v', needs_grad=True)
         self.loss = ti.field(float, shape=(), needs_grad=True)
-        x, v, init_x, init_v, loss = self.x, self.v, self.init_x, self.init_v, self.loss
-        goal = ti.Vector([c.goal_x, c.goal_y])
-        last, target = c.steps - 1, self.target_ball
-
         self.x.fill(0)
         self.v.fill(0)
-        self.x.data[0, 1:] = rack_positions(c.layers, radius)
+        self.x.data[0, 1:] = rack_positions(c.layers, c.radius)
 
-        @ti.kernel
-        def start():
-            x[0, 0] = init_x[None]
-            v[0, 0] = init_v[None]
-
-        @ti.kernel
-        def step(t: ti.i32):
-            """Collisions at step t, then every ball from t to t + 1."""
-            for i in range(n):
-                impulse = ti.Vector([0.0, 0.0])
-                shift = ti.Vector([0.0, 0.0])
-                predicted = x[t, i] + dt * v[t, i]
-                for j in ti.static(range(n)):
-                    if i != j:
-                        d = predicted - (x[t, j] + dt * v[t, j])
-                        distance = d.norm()
-                        if distance < 2 * radius:
-                            normal = d / distance
-                            approach = normal.dot(v[t, i] - v[t, j])
-                            if approach < 0:
-                                kick = -(1 + e) * 0.5 * approach * normal
-                                impulse += kick
-                                if ti.static(toi):
-                                    since = (distance - 2 * radius) / ti.min(approach, -1e-3)
-                                    shift += ti.min(since - dt, 0.0) * kick
-                new_v = v[t, i] + impulse
-                v[t + 1, i] = new_v
-                x[t + 1, i] = x[t, i] + dt * new_v + shift
-
-        @ti.kernel
-        def compute_loss():
-            d = x[last, target] - goal
-            loss[None] = d.dot(d)
-
-        self.start, self.step_kernel, self.compute_loss = start, step, compute_loss
+        collide = kernels.collision_impulses(self.x, self.v, n, c.dt, c.radius, c.elasticity, bool(c.toi))
+        self.start = kernels.start_kernel(self.x, self.v, self.init_x, self.init_v)
+        self.step_kernel = kernels.step_kernel(self.x, self.v, n, c.dt, collide)
+        self.compute_loss = kernels.loss_kernel(self.x, self.loss, c.steps - 1, self.target_ball,
+                                                ti.Vector([c.goal_x, c.goal_y]))
 
     def parameters(self):
         return [self.init_x, self.init_v]
@@ -119,15 +78,4 @@ class Billiards(Simulation):
         self.compute_loss()
 
     def render_frames(self, frames=64, size=384):
-        self.evaluate()
-        c = self.cfg
-        x = self.x.to_numpy()
-        pixels = c.radius * size
-        colors = np.tile(np.array([[242, 5, 48]], np.uint8), (self.n_balls, 1))
-        colors[0] = (204, 204, 204)
-        colors[self.target_ball] = (51, 68, 204)
-        for t in np.unique(np.linspace(0, c.steps - 1, frames).round().astype(int)):
-            canvas = Canvas(size, background=(60, 115, 63))
-            canvas.circles([c.goal_x, c.goal_y], pixels / 2, (0, 0, 0))
-            canvas.circles(x[t], pixels, colors)
-            yield canvas.image
+        return render.frames(self, frames, size)

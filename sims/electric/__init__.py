@@ -31,32 +31,12 @@ Training: gradient descent with DiffTaichi's learning rate 2e-2, the gradient cl
 norm 1 (without clipping the first steps overshoot); 200 iterations take the loss from
 0.72 to about 0.3. `--optimizer adam --lr 0.005` gets to about 0.08, less smoothly.
 """
-import math
-
-import numpy as np
-
-import controllers
 import engine as ti
 from sims.base import Simulation
-from sims.render import Canvas, color_map
+from sims.controlled import damping_factor, make_controller, serial_observation
 
-PAD = 0.1
-CHARGES = [(PAD, PAD), (PAD, 1 - PAD), (1 - PAD, 1 - PAD), (1 - PAD, PAD),
-           (0.5, 1 - PAD), (0.5, PAD), (PAD, 0.5), (1 - PAD, 0.5)]
-N_OBS = 8
-MIN_DISTANCE = 0.1
-
-
-def goal_path(steps, seg_size, rng):
-    """The goal and its segment's displacement at every step, and the polyline's points."""
-    segments = max(1, math.ceil(steps / seg_size))
-    points = 0.2 + 0.6 * rng.random((segments + 1, 2))
-    k = np.arange(steps)
-    segment = np.minimum(k // seg_size, segments - 1)
-    fraction = (k - segment * seg_size) / seg_size
-    goal = (1 - fraction)[:, None] * points[segment] + fraction[:, None] * points[segment + 1]
-    goal_v = points[segment + 1] - points[segment]
-    return goal, goal_v, points
+from . import kernels, render
+from .scene import CHARGES, N_OBS, goal_path
 
 
 class Electric(Simulation):
@@ -80,59 +60,19 @@ class Electric(Simulation):
 
     def build(self):
         c = self.cfg
-        steps, dt, n_charges = c.steps, c.dt, len(CHARGES)
-        self.x = ti.Vector.field(2, float, shape=steps, needs_grad=True)
-        self.v = ti.Vector.field(2, float, shape=steps, needs_grad=True)
-        self.goal = ti.Vector.field(2, float, shape=steps)
-        self.goal_v = ti.Vector.field(2, float, shape=steps)
+        self.x = ti.Vector.field(2, float, shape=c.steps, needs_grad=True)
+        self.v = ti.Vector.field(2, float, shape=c.steps, needs_grad=True)
+        self.goal = ti.Vector.field(2, float, shape=c.steps)
+        self.goal_v = ti.Vector.field(2, float, shape=c.steps)
         self.loss = ti.field(float, shape=(), needs_grad=True)
-        self.controller = controllers.make(
-            c.controller, n_obs=N_OBS, n_act=n_charges, steps=steps, dt=dt,
-            omega=c.omega, n_waves=c.n_waves, hidden=c.hidden, init_scale=c.init_scale)
-        x, v, goal, goal_v, loss = self.x, self.v, self.goal, self.goal_v, self.loss
+        self.controller = make_controller(c, N_OBS, len(CHARGES), c.omega, init_scale=c.init_scale)
         act, obs = self.controller.actuation, self.controller.observation
         observe = self.controller.uses_observation
-        decay, K = math.exp(-dt * c.damping), c.K
-
-        @ti.func
-        def write_observation(t):
-            """The controller's inputs for the step t -> t + 1."""
-            obs[t, 0] = x[t][0] - 0.5
-            obs[t, 1] = x[t][1] - 0.5
-            obs[t, 2] = v[t][0]
-            obs[t, 3] = v[t][1]
-            obs[t, 4] = goal[t + 1][0] - 0.5
-            obs[t, 5] = goal[t + 1][1] - 0.5
-            obs[t, 6] = goal_v[t + 1][0] - 0.5
-            obs[t, 7] = goal_v[t + 1][1] - 0.5
-
-        @ti.kernel
-        def observe_initial():
-            for _ in range(1):
-                write_observation(0)
-
-        @ti.kernel
-        def step(t: ti.i32):
-            """The particle from t to t + 1 under the charges act[t, :], its loss term, and
-            the observation at t + 1."""
-            for _ in range(1):
-                force = ti.Vector([0.0, 0.0])
-                for k in ti.static(range(n_charges)):
-                    r = x[t] - ti.Vector(list(CHARGES[k]))
-                    distance = ti.max(r.norm(), MIN_DISTANCE)
-                    force += K * act[t, k] / (distance * distance * distance) * r
-                new_v = decay * v[t] + dt * force
-                new_x = x[t] + dt * new_v
-                v[t + 1] = new_v
-                x[t + 1] = new_x
-                d = new_x - goal[t + 1]
-                loss[None] += dt * d.dot(d)
-                if ti.static(observe):
-                    if t + 2 < steps:
-                        write_observation(t + 1)
-
-        self.observe_initial = observe_initial if observe else None
-        self.step_kernel = step
+        write_observation = kernels.observation_writer(self.x, self.v, self.goal, self.goal_v, obs)
+        add_loss = kernels.loss_term(self.goal, self.loss, c.dt)
+        self.step_kernel = kernels.step_kernel(self.x, self.v, act, c.dt, damping_factor(c), c.K, add_loss,
+                                               write_observation, observe, c.steps)
+        self.observe_initial = serial_observation(write_observation) if observe else None
 
     def parameters(self):
         return self.controller.parameters()
@@ -151,17 +91,4 @@ class Electric(Simulation):
         self.run_controlled()
 
     def render_frames(self, frames=80, size=384):
-        self.evaluate()
-        c = self.cfg
-        x, goal = self.x.to_numpy(), self.goal.to_numpy()
-        act = self.controller.actuation.to_numpy()
-        charges = np.array(CHARGES)
-        for t in np.unique(np.linspace(1, c.steps - 1, frames).round().astype(int)):
-            canvas = Canvas(size, background=(60, 115, 63))
-            canvas.lines(self.points[:-1], self.points[1:], 1, (120, 160, 120))
-            # the charges colored by strength: blue attracts (-1), red repels (+1)
-            canvas.circles(charges, 12, color_map(act[t - 1, :len(CHARGES)]))
-            canvas.circles(x[max(0, t - 64):t + 1], 1.5, (240, 200, 200))
-            canvas.circles(goal[t], 5, (51, 68, 204))
-            canvas.circles(x[t], 7, (242, 5, 48))
-            yield canvas.image
+        return render.frames(self, frames, size)

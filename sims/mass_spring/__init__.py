@@ -19,29 +19,14 @@ so that the final triangle's area reaches 0.1.
 Each step is one launch of `step(t)` (spring impulses at t, advance to t + 1,
 observation at t + 1) after the controller's launches for t.
 """
-import math
+from types import SimpleNamespace
 
-import numpy as np
-
-import controllers
 import engine as ti
 from sims.base import Simulation, at_least, zero_fields
-from sims.render import Canvas, color_map
+from sims.controlled import damping_factor, make_controller, serial_observation
 
-from . import robots
-
-GROUND_HEIGHT = 0.1
-GRAVITY = -4.8
-GOAL = (0.9, 0.2)
-OBSERVATION_SCALE = 0.05
-SPRING_OMEGA = 10.0
-HEAD = 0
-
-# The triangle scene's own defaults: they replace the robot's unless given explicitly.
-TRIANGLE = dict(steps=1024, dt=0.001, damping=20.0, iters=25, optimizer='gd', lr=5.0, clip=None)
-TRIANGLE_WALL = 0.4
-TRIANGLE_FRICTION = 0.01
-TRIANGLE_TARGET_AREA = 0.1
+from . import kernels, render, robots
+from .scene import SPRING_OMEGA, TRIANGLE, make_robot
 
 
 class MassSpring(Simulation):
@@ -69,156 +54,56 @@ class MassSpring(Simulation):
     # --- building ----------------------------------------------------------------
     def build(self):
         c = self.cfg
-        self.robot = robots.triangle() if c.scene == 'triangle' else robots.ROBOTS[c.robot]()
+        self.robot = make_robot(c.scene, c.robot)
         geometry = self.robot.arrays()
         self.n_objects, self.n_springs = len(geometry['x0']), len(geometry['rest'])
         self.initial_rest = geometry['rest']
-        n, ns, steps = self.n_objects, self.n_springs, c.steps
+        self._allocate(geometry)
+        if c.scene == 'triangle':
+            self.controller = None
+            self._build_triangle()
+        else:
+            self.controller = make_controller(c, 4 * self.n_objects + 2, self.n_springs, SPRING_OMEGA)
+            self._build_robot()
 
+    def _allocate(self, geometry):
+        n, ns, steps = self.n_objects, self.n_springs, self.cfg.steps
         self.x = ti.Vector.field(2, float, shape=(steps, n), needs_grad=True)
         self.v = ti.Vector.field(2, float, shape=(steps, n), needs_grad=True)
         # velocity impulses (robot) or forces (triangle) from the springs, per step
         self.v_inc = ti.Vector.field(2, float, shape=(steps, n), needs_grad=True)
         self.anchor_a = ti.field(ti.i32, shape=ns)
         self.anchor_b = ti.field(ti.i32, shape=ns)
-        self.rest = ti.field(float, shape=ns, needs_grad=c.scene == 'triangle')
+        self.rest = ti.field(float, shape=ns, needs_grad=self.cfg.scene == 'triangle')
         self.stiffness = ti.field(float, shape=ns)
         self.amplitude = ti.field(float, shape=ns)
         self.loss = ti.field(float, shape=(), needs_grad=True)
 
         self.x.fill(0)
         self.v.fill(0)
-
         self.x.data[0] = geometry['x0']
         for name in ('anchor_a', 'anchor_b', 'rest', 'stiffness', 'amplitude'):
             getattr(self, name).from_numpy(geometry[name])
-
-        if c.scene == 'triangle':
-            self.controller = None
-            self._build_triangle()
-        else:
-            self.controller = controllers.make(
-                c.controller, n_obs=4 * n + 2, n_act=ns, steps=steps, dt=c.dt,
-                omega=SPRING_OMEGA, n_waves=c.n_waves, hidden=c.hidden)
-            self._build_robot()
+        self.springs = SimpleNamespace(anchor_a=self.anchor_a, anchor_b=self.anchor_b, rest=self.rest,
+                                       stiffness=self.stiffness, amplitude=self.amplitude)
 
     def _build_robot(self):
         c = self.cfg
-        n, ns, dt, toi = self.n_objects, self.n_springs, c.dt, bool(c.toi)
-        x, v, v_inc, loss = self.x, self.v, self.v_inc, self.loss
-        anchor_a, anchor_b, rest, stiffness, amplitude = (
-            self.anchor_a, self.anchor_b, self.rest, self.stiffness, self.amplitude)
+        n, ns, observe = self.n_objects, self.n_springs, self.controller.uses_observation
         act, obs = self.controller.actuation, self.controller.observation
-        observe = self.controller.uses_observation
-        decay = math.exp(-dt * c.damping)
-        scale, inv_n = OBSERVATION_SCALE, 1.0 / n
-        goal = ti.Vector(list(GOAL))
-        last = c.steps - 1
-
-        @ti.func
-        def write_observation(t):
-            center = ti.Vector([0.0, 0.0])
-            for i in ti.static(range(n)):
-                center += x[t, i]
-            center *= inv_n
-            for i in range(n):
-                offset = x[t, i] - center
-                obs[t, 4 * i] = offset[0] * scale
-                obs[t, 4 * i + 1] = offset[1] * scale
-                obs[t, 4 * i + 2] = v[t, i][0] * scale
-                obs[t, 4 * i + 3] = v[t, i][1] * scale
-            to_goal = goal - center
-            obs[t, 4 * n] = to_goal[0]
-            obs[t, 4 * n + 1] = to_goal[1]
-
-        @ti.func
-        def advance(t, i):
-            """Mass i from step t - 1 to step t."""
-            old_v = decay * v[t - 1, i] + ti.Vector([0.0, dt * GRAVITY]) + v_inc[t, i]
-            old_x = x[t - 1, i]
-            new_v = old_v
-            new_x = old_x + dt * old_v
-            if ti.static(toi):
-                impact = 0.0
-                if new_x[1] < GROUND_HEIGHT and old_v[1] < -1e-4:
-                    impact = -(old_x[1] - GROUND_HEIGHT) / old_v[1]
-                    new_v = ti.Vector([0.0, 0.0])
-                new_x = old_x + impact * old_v + (dt - impact) * new_v
-            else:
-                if old_x[1] - GROUND_HEIGHT < 0 and old_v[1] < 0:
-                    new_v = ti.Vector([0.0, 0.0])   # friction projection: the mass stops
-                new_x = old_x + dt * new_v
-            v[t, i] = new_v
-            x[t, i] = new_x
-
-        @ti.kernel
-        def observe_initial():
-            for _ in range(1):
-                write_observation(0)
-
-        @ti.kernel
-        def step(t: ti.i32):
-            for s in range(ns):
-                a, b = anchor_a[s], anchor_b[s]
-                d = x[t, a] - x[t, b]
-                length = d.norm() + 1e-4
-                target = rest[s] * (1.0 + amplitude[s] * act[t, s])
-                impulse = dt * (length - target) * stiffness[s] / length * d
-                ti.atomic_add(v_inc[t + 1, a], -impulse)
-                ti.atomic_add(v_inc[t + 1, b], impulse)
-            for i in range(n):
-                advance(t + 1, i)
-            if ti.static(observe):
-                for _ in range(1):
-                    write_observation(t + 1)
-
-        @ti.kernel
-        def compute_loss():
-            loss[None] = -x[last, HEAD][0]
-
-        self.observe_initial = observe_initial if observe else None
-        self.step_kernel, self.compute_loss = step, compute_loss
+        write_observation = kernels.observation_writer(self.x, self.v, obs, n)
+        advance = kernels.robot_advancer(self.x, self.v, self.v_inc, c.dt, damping_factor(c), bool(c.toi))
+        self.step_kernel = kernels.robot_step_kernel(self.x, self.v_inc, act, self.springs, n, ns, c.dt, advance,
+                                                     write_observation, observe)
+        self.observe_initial = serial_observation(write_observation) if observe else None
+        self.compute_loss = kernels.robot_loss_kernel(self.x, self.loss, c.steps - 1)
 
     def _build_triangle(self):
         c = self.cfg
-        n, ns, dt = self.n_objects, self.n_springs, c.dt
-        x, v, force, loss = self.x, self.v, self.v_inc, self.loss
-        anchor_a, anchor_b, rest, stiffness = self.anchor_a, self.anchor_b, self.rest, self.stiffness
-        decay = math.exp(-dt * c.damping)
-        last = c.steps - 1
-
-        @ti.kernel
-        def step(t: ti.i32):
-            """Spring forces at t, then the masses from t to t + 1 (unit mass)."""
-            for s in range(ns):
-                a, b = anchor_a[s], anchor_b[s]
-                d = x[t, a] - x[t, b]
-                length = d.norm() + 1e-4
-                f = (length - rest[s]) * stiffness[s] * d / length
-                ti.atomic_add(force[t + 1, a], -f)
-                ti.atomic_add(force[t + 1, b], f)
-            for i in range(n):
-                new_v = decay * v[t, i] + dt * force[t + 1, i]
-                new_x = x[t, i] + dt * new_v
-                if new_x[0] > TRIANGLE_WALL and new_v[0] > 0:
-                    # friction projection at the wall: the normal velocity goes, the tangential shrinks
-                    if new_v[1] > 0:
-                        new_v[1] -= ti.min(new_v[1], TRIANGLE_FRICTION * new_v[0])
-                    if new_v[1] < 0:
-                        new_v[1] += ti.min(-new_v[1], TRIANGLE_FRICTION * new_v[0])
-                    new_v[0] = 0.0
-                v[t + 1, i] = new_v
-                x[t + 1, i] = new_x
-
-        @ti.kernel
-        def compute_loss():
-            e01 = x[last, 0] - x[last, 1]
-            e02 = x[last, 0] - x[last, 2]
-            area = ti.abs(0.5 * (e01[0] * e02[1] - e01[1] * e02[0]))
-            loss[None] = (area - TRIANGLE_TARGET_AREA) ** 2
-
+        self.step_kernel = kernels.triangle_step_kernel(self.x, self.v, self.v_inc, self.springs, self.n_objects,
+                                                        self.n_springs, c.dt, damping_factor(c))
         self.observe_initial = None
-        self.step_kernel, self.compute_loss = step, compute_loss
+        self.compute_loss = kernels.triangle_loss_kernel(self.x, self.loss, c.steps - 1)
 
     # --- the Simulation interface -------------------------------------------------
     def parameters(self):
@@ -241,28 +126,5 @@ class MassSpring(Simulation):
             self.run_controlled()
         self.compute_loss()
 
-    # --- rendering ----------------------------------------------------------------
     def render_frames(self, frames=80, size=512):
-        self.evaluate()
-        c = self.cfg
-        x = self.x.to_numpy()
-        a, b = self.anchor_a.to_numpy(), self.anchor_b.to_numpy()
-        actuated = self.amplitude.to_numpy() != 0
-        act = None if self.controller is None else self.controller.actuation.to_numpy()
-        for t in np.unique(np.linspace(0, c.steps - 1, frames).round().astype(int)):
-            canvas = Canvas(size)
-            if self.controller is None:
-                canvas.lines([[TRIANGLE_WALL, 0]], [[TRIANGLE_WALL, 1]], 3, (0, 0, 0))
-                canvas.lines(x[t, a], x[t, b], 4, (50, 190, 120))
-                canvas.circles(x[t], 8, (60, 75, 65))
-            else:
-                canvas.lines([[0, GROUND_HEIGHT]], [[1, GROUND_HEIGHT]], 3, (0, 0, 0))
-                canvas.circles([GOAL], 5, (220, 160, 60))
-                passive = ~actuated
-                canvas.lines(x[t, a[passive]], x[t, b[passive]], 2, (34, 34, 34))
-                colors = color_map(act[max(t - 1, 0), :self.n_springs][actuated])
-                canvas.lines(x[t, a[actuated]], x[t, b[actuated]], 4, colors)
-                colors = np.tile(np.array([[100, 150, 150]], np.uint8), (self.n_objects, 1))
-                colors[HEAD] = (205, 50, 75)
-                canvas.circles(x[t], 6, colors)
-            yield canvas.image
+        return render.frames(self, frames, size)

@@ -20,40 +20,11 @@ Each time step is one launch of `step(t)`. Its grid loop is serial by default
 (`parallel=False`): the adjoint of a stencil then accumulates with plain adds where a
 parallel loop needs atomic adds (the same trade-off as sims/smoke).
 """
-import math
-
-import numpy as np
-
 import engine as ti
 from sims.base import Simulation
-from sims.render import Canvas
 
-
-def _smooth_step(distance, width):
-    """~1 where distance < 0, ~0 where distance > 0, with a tanh edge `width` wide."""
-    return 0.5 * (1 - np.tanh(distance / width))
-
-
-def target_pattern(n, radius=0.3, edge=0.006):
-    """A yin-yang symbol (the Taichi logo's shape) on an n x n grid ([i, j]: x, y), minus its mean.
-
-    Light background (1); inside a circle of `radius`: the left half dark (0) and the right
-    half light, swapped inside two circles of radius/2 above and below the centre, each with a
-    small dot of the other shade; a dark ring around the symbol."""
-    c = (np.arange(n) + 0.5) / n
-    x, y = c[:, None] - 0.5, c[None, :] - 0.5
-    r = np.hypot(x, y)
-    r_top, r_bottom = np.hypot(x, y - radius / 2), np.hypot(x, y + radius / 2)
-    # dark: the left half, minus the top lobe, plus the bottom lobe
-    left = _smooth_step(x, edge)
-    top, bottom = _smooth_step(r_top - radius / 2, edge), _smooth_step(r_bottom - radius / 2, edge)
-    dark = np.clip(left * (1 - top) + bottom * (1 - left), 0, 1)
-    dot_top, dot_bottom = _smooth_step(r_top - radius / 8, edge), _smooth_step(r_bottom - radius / 8, edge)
-    dark = dark * (1 - dot_bottom) + dot_top * (1 - dark)
-    inside = _smooth_step(r - radius, edge)
-    ring = _smooth_step(np.abs(r - radius - 0.01) - 0.01, edge)
-    image = 1 - np.clip(inside * dark + ring, 0, 1)
-    return image - image.mean()
+from . import kernels, render
+from .scene import coefficients, target_pattern, time_step
 
 
 class Wave(Simulation):
@@ -76,49 +47,17 @@ class Wave(Simulation):
         c = self.cfg
         n, steps = c.n_grid, c.steps
         serial = not c.parallel
-        dx = 1.0 / n
-        self.dx = dx
-        self.dt = (math.sqrt(c.alpha ** 2 + dx * dx / 3) - c.alpha) / c.c
-        a = c.c * c.c * self.dt * self.dt / (dx * dx) + c.c * c.alpha * self.dt / (dx * dx)  # on L p[t-1]
-        b = c.c * c.alpha * self.dt / (dx * dx)                                            # on L p[t-2]
+        self.dx = 1.0 / n
+        self.dt = time_step(self.dx, c.c, c.alpha)
+        a, b = coefficients(self.dx, self.dt, c.c, c.alpha)      # on dx^2 L p[t-1], on dx^2 L p[t-2]
         self.initial = ti.field(float, shape=(n, n), name='initial', needs_grad=True)   # the parameters
         # p[t, i + 1, j + 1] is the height of cell (i, j); the border stays zero
         self.p = ti.field(float, shape=(steps, n + 2, n + 2), name='p', needs_grad=True)
         self.target = ti.field(float, shape=(n, n), name='target')
         self.loss = ti.field(float, shape=(), name='loss', needs_grad=True)
-        initial, p, target, loss = self.initial, self.p, self.target, self.loss
-
-        @ti.func
-        def laplacian(t, i, j):
-            """dx^2 times the Laplacian of p[t] at padded cell (i, j)."""
-            return p[t, i - 1, j] + p[t, i + 1, j] + p[t, i, j - 1] + p[t, i, j + 1] - 4 * p[t, i, j]
-
-        @ti.kernel
-        def start():
-            ti.loop_config(serialize=serial)
-            for i in range(n):
-                for j in range(n):
-                    p[0, i + 1, j + 1] = initial[i, j]
-
-        @ti.kernel
-        def step(t: ti.i32):
-            ti.loop_config(serialize=serial)
-            for i in range(1, n + 1):
-                for j in range(1, n + 1):
-                    update = 2 * p[t - 1, i, j] - p[t - 2, i, j] + a * laplacian(t - 1, i, j)
-                    if ti.static(b != 0):
-                        update -= b * laplacian(t - 2, i, j)
-                    p[t, i, j] = update
-
-        @ti.kernel
-        def compute_loss():
-            ti.loop_config(serialize=serial)
-            for i in range(n):
-                for j in range(n):
-                    d = target[i, j] - p[steps - 1, i + 1, j + 1]
-                    loss[None] += dx * dx * d * d
-
-        self.start, self.step, self.compute_loss = start, step, compute_loss
+        self.start = kernels.start_kernel(self.initial, self.p, n, serial)
+        self.step = kernels.step_kernel(self.p, n, a, b, serial)
+        self.compute_loss = kernels.loss_kernel(self.p, self.target, self.loss, n, steps, self.dx, serial)
 
     def parameters(self):
         return [self.initial]
@@ -140,15 +79,4 @@ class Wave(Simulation):
 
     def render_frames(self, frames=64, size=256):
         """The height field over the rollout (left) next to the target (right)."""
-        self.evaluate()
-        steps = self.cfg.steps
-        target = self.target.data
-        vmax = float(np.abs(target).max()) or 1.0
-        right = Canvas(size)
-        right.field(target, cmap='RdBu_r', vmin=-vmax, vmax=vmax)
-        gap = np.full((size, 8, 3), 255, np.uint8)
-        times = np.unique(np.linspace(0, steps - 1, min(frames, steps)).round().astype(int))
-        for t in list(times) + [steps - 1] * 10:       # hold the last frame
-            canvas = Canvas(size)
-            canvas.field(self.heights(t), cmap='RdBu_r', vmin=-vmax, vmax=vmax)
-            yield np.concatenate([canvas.image, gap, right.image], axis=1)
+        return render.frames(self, frames, size)
