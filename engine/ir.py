@@ -122,6 +122,34 @@ class building:
 
 
 # ----------------------------------------------------------------------------
+# What a block defines and what it takes from outside
+
+def defined_in(block):
+    """The statements a block defines: its statements at every depth, and the indices
+    of its loops."""
+    inside = set()
+    for stmt in walk(block):
+        inside.add(stmt)
+        if stmt.op == 'for':
+            inside.add(stmt.attrs['index'])
+    return inside
+
+
+def used_from_outside(block, also_inside=()):
+    """The values `block` uses but does not define (operands, at any depth, of statements
+    defined elsewhere), each once, in order of first use. `also_inside`: more statements
+    to count as defined (a loop's own index, for its body)."""
+    inside = defined_in(block)
+    inside.update(also_inside)
+    used = {}
+    for stmt in walk(block):
+        for arg in stmt.args:
+            if arg not in inside:
+                used[arg] = None
+    return list(used)
+
+
+# ----------------------------------------------------------------------------
 # Printing and verification
 
 def _fmt_attr(value):
