@@ -202,6 +202,10 @@ class Field:
     def __repr__(self):
         return f'<{self.name}: {self.dtype} field, shape {self.shape}, element {self.element_shape}>'
 
+    def ir_text(self):
+        """How the IR's text names it (engine/printer.py): its slot, layout and type."""
+        return f'field({self.name}#{self.id}, {self.shape}, {self.element_shape}, {self.dtype})'
+
     def __str__(self):
         """`print(x)` shows the values, as Taichi's does; in a kernel being built (whose
         text is fixed when it compiles) the field's description."""

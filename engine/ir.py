@@ -12,8 +12,8 @@ import itertools
 _ids = itertools.count()
 
 # Statements that produce no value.
-EFFECT_OPS = frozenset({'local_store', 'global_store', 'if', 'for', 'while',
-                        'break', 'continue', 'return', 'print', 'assert_fail'})
+EFFECT_OPS = frozenset({'local_store', 'global_store', 'if', 'for', 'while', 'break', 'continue',
+                        'return', 'print', 'assert_fail', 'stack_push', 'check_component'})
 # Statements that own nested blocks, and the attrs they live in.
 BLOCK_ATTRS = {'if': ('then', 'else'), 'for': ('body',), 'while': ('body',)}
 
@@ -37,6 +37,12 @@ class Stmt:
 
     def __repr__(self):
         return f'%{self.id}'
+
+
+class Identity:
+    """An attribute value that the IR names by its identity only (an autodiff stack): the
+    printer numbers each one, as it numbers statements."""
+    kind = 'object'
 
 
 class Block:
@@ -150,27 +156,7 @@ def used_from_outside(block, also_inside=()):
 
 
 # ----------------------------------------------------------------------------
-# Printing and verification
-
-def _fmt_attr(value):
-    name = getattr(value, 'name', None)
-    return name if isinstance(name, str) else repr(value)
-
-
-def format_block(block, indent=0):
-    lines = []
-    pad = '  ' * indent
-    for s in block.stmts:
-        args = ', '.join(repr(a) for a in s.args)
-        attrs = ' '.join(f'{k}={_fmt_attr(v)}' for k, v in s.attrs.items()
-                         if k not in BLOCK_ATTRS.get(s.op, ()))
-        head = f'{s!r} = ' if s.op not in EFFECT_OPS else ''
-        dtype = f' : {s.dtype}' if s.dtype is not None else ''
-        lines.append(f'{pad}{head}{s.op}({args}){" " + attrs if attrs else ""}{dtype}')
-        for name in BLOCK_ATTRS.get(s.op, ()):
-            lines.append(f'{pad}  {name}:')
-            lines.append(format_block(s.attrs[name], indent + 2))
-    return '\n'.join(line for line in lines if line)
+# Verification
 
 
 class VerifyError(Exception):

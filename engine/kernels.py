@@ -17,12 +17,12 @@ import time
 
 import numpy as np
 
-from . import bounds, cache, codegen, cse, forward, jit, ops, printing, profiler, replay, reverse, rules, runtime, structs, tape
+from . import bounds, cache, codegen, cse, forward, jit, ops, printer, printing, profiler, replay, reverse, rules, runtime, structs, tape
 from . import dtypes as T
 from .errors import USER_ERRORS, SourceLocation, TaichiSyntaxError, TaichiTypeError, user_frames_only
 from .fields import Field, Ndarray
 from .frontend import FunctionSource, KernelBuilder, NdarrayArg, Template
-from .ir import format_block, verify, walk
+from .ir import verify, walk
 
 _symbol_ids = itertools.count()
 compile_count = 0   # kernels compiled by LLVM in this process (tests check laziness with it)
@@ -260,7 +260,7 @@ def _build_native(kernel, body, layout, prog, suffix, shadow):
     if prog.config.debug:
         verify(body)
     if prog.config.print_ir:        # ti.init(print_ir=True)
-        print(f'kernel {kernel.name}{suffix}:\n{format_block(body, 1)}')
+        print(f'kernel {kernel.name}{suffix}:\n{printer.text(body, indent=1)}')
     if prog.config.interpret:       # ti.init(interpret=True): no native code, no disk cache
         from .interpret import InterpretedKernel
         return profiler.instrument(InterpretedKernel(kernel, layout, prog, body), suffix)

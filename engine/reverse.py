@@ -25,7 +25,7 @@ from . import dtypes as T
 from . import ops
 from .errors import TaichiCompilationError
 from .fields import Field
-from .ir import Block, Builder, building, used_from_outside, walk
+from .ir import Block, Builder, Identity, building, used_from_outside, walk
 from .jumps import without_jumps
 
 _NO_ADJOINT = frozenset({'const', 'arg', 'loop_index', 'random', 'ndarray_shape', 'alloca'})
@@ -35,8 +35,9 @@ class AutodiffError(TaichiCompilationError):
     """The engine cannot differentiate this construct correctly, so it refuses."""
 
 
-class AdStack:
+class AdStack(Identity):
     """Identity of one serial loop's stack of carried locals."""
+    kind = 'stack'
 
 
 def adjoint(body, constant=False):
