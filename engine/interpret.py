@@ -38,8 +38,9 @@ from .codegen import captured_values, shared_locals, values_that_only_feed_selec
 from .errors import TaichiIndexError, TaichiNonFiniteError, TaichiRuntimeError, TaichiTypeError, \
     TaichiZeroDivisionError
 from .fields import Field
-from .ir import verify, walk
+from .ir import walk
 from .kernels import CompiledKernel, _as_array, _scalar_format
+from .verify import verify
 
 
 class IRError(TaichiRuntimeError):

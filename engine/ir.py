@@ -153,38 +153,3 @@ def used_from_outside(block, also_inside=()):
             if arg not in inside:
                 used[arg] = None
     return list(used)
-
-
-# ----------------------------------------------------------------------------
-# Verification
-
-
-class VerifyError(Exception):
-    pass
-
-
-def verify(block):
-    """Check that every operand is defined before use in an enclosing scope."""
-    _verify(block, set(), in_loop=False)
-
-
-def _verify(block, visible, in_loop):
-    visible = set(visible)
-    for s in block.stmts:
-        for a in s.args:
-            if not isinstance(a, Stmt):
-                raise VerifyError(f'{s!r} ({s.op}) has a non-statement operand {a!r}')
-            if a.id not in visible:
-                raise VerifyError(f'{s!r} ({s.op}) uses {a!r} ({a.op}) before its definition')
-        if s.op in ('break', 'continue') and not in_loop:
-            raise VerifyError(f'{s.op} outside a loop')
-        if s.op == 'for':
-            inner = visible | {s.attrs['index'].id}
-            _verify(s.attrs['body'], inner, True)
-        elif s.op == 'while':
-            _verify(s.attrs['body'], visible, True)
-        elif s.op == 'if':
-            for b in s.blocks():
-                _verify(b, visible, in_loop)
-        if s.op not in EFFECT_OPS:
-            visible.add(s.id)

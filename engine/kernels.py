@@ -17,12 +17,13 @@ import time
 
 import numpy as np
 
-from . import bounds, cache, codegen, cse, forward, jit, ops, printer, printing, profiler, replay, reverse, rules, runtime, structs, tape
+from . import bounds, cache, codegen, cse, forward, jit, ops, printer, printing, profiler, replay, reverse, rules, runtime, \
+    structs, tape, verify
 from . import dtypes as T
 from .errors import USER_ERRORS, SourceLocation, TaichiSyntaxError, TaichiTypeError, user_frames_only
 from .fields import Field, Ndarray
 from .frontend import FunctionSource, KernelBuilder, NdarrayArg, Template
-from .ir import verify, walk
+from .ir import walk
 
 _symbol_ids = itertools.count()
 compile_count = 0   # kernels compiled by LLVM in this process (tests check laziness with it)
@@ -231,6 +232,7 @@ class Kernel:
             body = builder.build(layout.bind_params)
         # The interpreter, a second oracle, runs the IR as built; so does debug mode, whose
         # checks name the line of each statement (a merged one has its first line).
+        verify.check(body, f'of {self.name} as built')
         if not (prog.config.interpret or prog.config.debug):
             body = cse.merge_common(body)
         return build_native(self, body, layout, prog)
@@ -257,8 +259,7 @@ def build_native(kernel, body, layout, prog, suffix='', shadow=()):
 def _build_native(kernel, body, layout, prog, suffix, shadow):
     global compile_seconds
     start = time.perf_counter()
-    if prog.config.debug:
-        verify(body)
+    verify.check(body, f'of {kernel.name}{suffix}', always=prog.config.debug)
     if prog.config.print_ir:        # ti.init(print_ir=True)
         print(f'kernel {kernel.name}{suffix}:\n{printer.text(body, indent=1)}')
     if prog.config.interpret:       # ti.init(interpret=True): no native code, no disk cache
