@@ -101,6 +101,7 @@ def _name_at_call(frame, line):
 
 class Field:
     """A global array of scalars, vectors or matrices with optional .grad/.dual."""
+    owns_storage = True     # no other field or ndarray is its memory (engine/simplify.py)
 
     def __init__(self, dtype, element_shape=(), shape=None, name=None, needs_grad=False,
                  needs_dual=False, primal=None, role='primal'):

@@ -17,7 +17,7 @@ import time
 
 import numpy as np
 
-from . import bounds, cache, codegen, cse, forward, jit, ops, printer, printing, profiler, replay, reverse, rules, runtime, \
+from . import bounds, cache, codegen, forward, jit, ops, printer, printing, profiler, replay, reverse, rules, runtime, simplify, \
     structs, tape, verify
 from . import dtypes as T
 from .errors import USER_ERRORS, SourceLocation, TaichiSyntaxError, TaichiTypeError, user_frames_only
@@ -234,7 +234,7 @@ class Kernel:
         # checks name the line of each statement (a merged one has its first line).
         verify.check(body, f'of {self.name} as built')
         if not (prog.config.interpret or prog.config.debug):
-            body = cse.merge_common(body)
+            body = simplify.simplify(body)
         return build_native(self, body, layout, prog)
 
 
