@@ -34,14 +34,6 @@ def text(body, strict=False, indent=0):
     return '\n'.join(printer.lines(body, indent))
 
 
-def stmt_text(stmt, body=None):
-    """One statement's line (its nested blocks left out), numbered as in the text of `body`."""
-    printer = Printer()
-    if body is not None:
-        printer.number_block(body)
-    return printer.line(stmt)
-
-
 class Printer:
     def __init__(self, strict=False):
         self.strict = strict

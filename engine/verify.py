@@ -23,7 +23,7 @@ import os
 from . import dtypes as T
 from . import ops
 from .ir import BLOCK_ATTRS, EFFECT_OPS, Block, Stmt
-from .printer import stmt_text
+from .printer import Printer
 
 
 class VerifyError(Exception):
@@ -64,8 +64,14 @@ class _Verifier:
         self.body, self.stage = body, stage
         self.seen = set()       # every statement met so far, loop indices included
 
-    def fail(self, stmt, problem):
-        return VerifyError(f'IR {self.stage}: {problem}\n    at: {stmt_text(stmt, self.body)}')
+    def fail(self, stmt, problem, *named):
+        """The error at `stmt`; `problem` names the statements `named` by {0}, {1}, ... as the
+        printed text numbers them."""
+        names = Printer()
+        names.number_block(self.body)
+        if named:
+            problem = problem.format(*(names.ref(x) for x in named))
+        return VerifyError(f'IR {self.stage}: {problem}\n    at: {names.line(stmt)}')
 
     def block(self, block, visible, in_loop):
         if not isinstance(block, Block):
@@ -84,18 +90,19 @@ class _Verifier:
         if not isinstance(s, Stmt):
             raise VerifyError(f'IR {self.stage}: a block holds {s!r}, not a statement')
         if s in self.seen:
-            raise self.fail(at, f'{s.op} statement {s!r} appears twice in the IR')
+            raise self.fail(at, f'{s.op} statement {{0}} appears twice in the IR', s)
         self.seen.add(s)
 
     def operands(self, s, visible):
         for a in s.args:
             if not isinstance(a, Stmt):
                 raise self.fail(s, f'operand {a!r} is not a statement')
-            if a not in visible:
-                where = 'after this use' if a in self.seen else 'in no enclosing block'
-                raise self.fail(s, f'operand {a!r} ({a.op}) is defined {where}')
             if a.dtype is None:
-                raise self.fail(s, f'operand {a!r} ({a.op}) has no value')
+                raise self.fail(s, f'operand {{0}} ({a.op}) has no value', a)
+            if a not in visible:
+                where = 'in a block that does not enclose this use' if a in self.seen else \
+                    'nowhere before this use'
+                raise self.fail(s, f'operand {{0}} ({a.op}) is defined {where}', a)
 
     def arity(self, s):
         if s.op in ops.OPS:
@@ -121,7 +128,8 @@ class _Verifier:
         if s.op == 'for':
             index = s.attrs['index']
             if not isinstance(index, Stmt) or index.op != 'loop_index':
-                raise self.fail(s, f'the loop index is {index!r}, not a loop_index statement')
+                raise self.fail(s, f'the loop index is a {getattr(index, "op", type(index).__name__)}, '
+                                   f'not a loop_index statement')
             self.define(index, s)
             self.types(index)
             visible = visible | {index}
@@ -213,7 +221,7 @@ class _Verifier:
     def cell(self, s):
         cell = s.args[0]
         if cell.op != 'alloca':
-            raise self.fail(s, f'{s.op} of {cell!r}, a {cell.op}: not a local')
+            raise self.fail(s, f'{s.op} of {{0}}, a {cell.op}: not a local', cell)
         return cell
 
     def result(self, s, wanted, what):
