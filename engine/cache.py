@@ -22,8 +22,7 @@ import pathlib
 import tempfile
 import warnings
 
-from . import jit
-from .ir import BLOCK_ATTRS, Stmt
+from . import jit, printer
 
 FORMAT = b'engine-kernel-cache-1'
 SUFFIX = '.kobj'
@@ -65,7 +64,7 @@ class Uncacheable(Exception):
 def key(kind, body, ret_offset):
     """The cache key of one kernel body, or None when it cannot be described stably."""
     try:
-        text = serialize(body)
+        text = key_text(body)
     except Uncacheable:
         return None
     h = hashlib.sha256()
@@ -75,52 +74,13 @@ def key(kind, body, ret_offset):
     return h.hexdigest()
 
 
-def serialize(body):
-    """A canonical text of the IR: statements numbered by position, values by content."""
-    from .reverse import AdStack
-    numbers = {}      # id -> (number, object): holding the object keeps its id unique
-    lines = []
-
-    def ref(value):
-        if isinstance(value, (Stmt, AdStack)):     # identities: numbered by first use
-            if id(value) not in numbers:
-                numbers[id(value)] = (len(numbers), value)
-            return f'%{numbers[id(value)][0]}'
-        return _describe(value)
-
-    def block(b, depth):
-        for s in b.stmts:
-            name = ref(s)
-            attrs = ' '.join(f'{k}={ref(v)}' for k, v in sorted(s.attrs.items())
-                             if k not in BLOCK_ATTRS.get(s.op, ()))
-            args = ','.join(ref(a) for a in s.args)
-            lines.append(f'{depth}|{name}={s.op}({args}){attrs}:{s.dtype}')
-            for inner in BLOCK_ATTRS.get(s.op, ()):
-                lines.append(f'{depth}|{inner}:')
-                block(s.attrs[inner], depth + 1)
-
-    block(body, 0)
-    return '\n'.join(lines)
-
-
-def _describe(value):
-    from .fields import Field
-    from .frontend import NdarrayArg
-    if isinstance(value, Field):
-        return f'field({value.id},{value.shape},{value.element_shape},{value.dtype})'
-    if isinstance(value, NdarrayArg):
-        return (f'ndarray({value.pointer_offset},{value.shape_offset},{value.ndim},'
-                f'{value.element_shape},{value.dtype})')
-    if isinstance(value, (bool, int, float, str, type(None))):
-        return repr(value)
-    if isinstance(value, (tuple, list)):
-        return '(' + ','.join(_describe(v) for v in value) + ')'
-    if hasattr(value, 'item') and getattr(value, 'shape', None) == ():   # numpy scalars
-        return repr(value.item())
-    text = repr(value)
-    if ' at 0x' in text or text.startswith('<'):
-        raise Uncacheable(text)
-    return text
+def key_text(body):
+    """The IR's text (engine/printer.py: statements numbered by position, values by
+    content), refusing a value that has no stable description."""
+    try:
+        return printer.text(body, strict=True)
+    except printer.Unstable as exc:
+        raise Uncacheable(str(exc)) from None
 
 
 # --- entries ------------------------------------------------------------------------

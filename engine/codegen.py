@@ -12,7 +12,7 @@ from . import ops, printing
 from . import program as rt
 from .bounds import IndexRanges, grouped_checks, unproven_axes
 from .fields import Field
-from .ir import walk
+from .ir import used_from_outside, walk
 
 I8P = llir.IntType(8).as_pointer()
 I64 = llir.IntType(64)
@@ -663,18 +663,7 @@ def shared_locals(loop):
 
 def captured_values(loop):
     """Statements defined outside `loop` whose values its body uses, in first-use order."""
-    inside = {loop.attrs['index']}
-    for s in walk(loop.attrs['body']):
-        inside.add(s)
-        if s.op == 'for':
-            inside.add(s.attrs['index'])
-    seen, out = set(), []
-    for s in walk(loop.attrs['body']):
-        for a in s.args:
-            if a not in inside and a not in seen:
-                seen.add(a)
-                out.append(a)
-    return out
+    return used_from_outside(loop.attrs['body'], [loop.attrs['index']])
 
 
 def values_that_only_feed_select_arms(body):

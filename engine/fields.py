@@ -103,6 +103,7 @@ def _name_at_call(frame, line):
 
 class Field:
     """A global array of scalars, vectors or matrices with optional .grad/.dual."""
+    owns_storage = True     # no other field or ndarray is its memory (engine/simplify.py)
 
     def __init__(self, dtype, element_shape=(), shape=None, name=None, needs_grad=False,
                  needs_dual=False, primal=None, role='primal'):
@@ -203,6 +204,10 @@ class Field:
 
     def __repr__(self):
         return f'<{self.name}: {self.dtype} field, shape {self.shape}, element {self.element_shape}>'
+
+    def ir_text(self):
+        """How the IR's text names it (engine/printer.py): its slot, layout and type."""
+        return f'field({self.name}#{self.id}, {self.shape}, {self.element_shape}, {self.dtype})'
 
     def __str__(self):
         """`print(x)` shows the values, as Taichi's does; in a kernel being built (whose

@@ -16,7 +16,7 @@ have a `.dual` as well.
 from . import ops
 from .fields import Field
 from .ir import Block, Builder, building, walk
-from .reverse import AutodiffError
+from .reverse import AdStack, AutodiffError
 
 
 def tangent_kernel(body):
@@ -165,13 +165,13 @@ class TangentPass:
     def stmt_stack_push(self, s):
         self.clone(s)
         if s.args[0].dtype.is_float:
-            stack = self.dual_stack.setdefault(s.attrs['stack'], object())
+            stack = self.dual_stack.setdefault(s.attrs['stack'], AdStack())
             self.emit('stack_push', [self.tangent_or_zero(s.args[0])], stack=stack)
 
     def stmt_stack_pop(self, s):
         self.clone(s)
         if s.dtype.is_float:
-            stack = self.dual_stack.setdefault(s.attrs['stack'], object())
+            stack = self.dual_stack.setdefault(s.attrs['stack'], AdStack())
             self.tangent[s] = self.emit('stack_pop', (), s.dtype, stack=stack)
 
     # --- fields --------------------------------------------------------------------

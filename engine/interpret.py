@@ -36,10 +36,11 @@ from .codegen import captured_values, shared_locals, values_that_only_feed_selec
 from .errors import TaichiIndexError, TaichiNonFiniteError, TaichiRuntimeError, TaichiTypeError, \
     TaichiZeroDivisionError
 from .fields import Field
-from .ir import verify, walk
+from .ir import walk
 from .abi import as_array as _as_array, scalar_format as _scalar_format
 from .interpret_scalars import GOLDEN, M64, WRAP, cast_fn, mix64, rounding, same, scalar_fn, seed
 from .launch import CompiledKernel
+from .verify import verify
 
 
 class IRError(TaichiRuntimeError):

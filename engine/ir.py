@@ -12,8 +12,8 @@ import itertools
 _ids = itertools.count()
 
 # Statements that produce no value.
-EFFECT_OPS = frozenset({'local_store', 'global_store', 'if', 'for', 'while',
-                        'break', 'continue', 'return', 'print', 'assert_fail'})
+EFFECT_OPS = frozenset({'local_store', 'global_store', 'if', 'for', 'while', 'break', 'continue',
+                        'return', 'print', 'assert_fail', 'stack_push', 'check_component'})
 # Statements that own nested blocks, and the attrs they live in.
 BLOCK_ATTRS = {'if': ('then', 'else'), 'for': ('body',), 'while': ('body',)}
 
@@ -37,6 +37,12 @@ class Stmt:
 
     def __repr__(self):
         return f'%{self.id}'
+
+
+class Identity:
+    """An attribute value that the IR names by its identity only (an autodiff stack): the
+    printer numbers each one, as it numbers statements."""
+    kind = 'object'
 
 
 class Block:
@@ -122,55 +128,28 @@ class building:
 
 
 # ----------------------------------------------------------------------------
-# Printing and verification
+# What a block defines and what it takes from outside
 
-def _fmt_attr(value):
-    name = getattr(value, 'name', None)
-    return name if isinstance(name, str) else repr(value)
-
-
-def format_block(block, indent=0):
-    lines = []
-    pad = '  ' * indent
-    for s in block.stmts:
-        args = ', '.join(repr(a) for a in s.args)
-        attrs = ' '.join(f'{k}={_fmt_attr(v)}' for k, v in s.attrs.items()
-                         if k not in BLOCK_ATTRS.get(s.op, ()))
-        head = f'{s!r} = ' if s.op not in EFFECT_OPS else ''
-        dtype = f' : {s.dtype}' if s.dtype is not None else ''
-        lines.append(f'{pad}{head}{s.op}({args}){" " + attrs if attrs else ""}{dtype}')
-        for name in BLOCK_ATTRS.get(s.op, ()):
-            lines.append(f'{pad}  {name}:')
-            lines.append(format_block(s.attrs[name], indent + 2))
-    return '\n'.join(line for line in lines if line)
+def defined_in(block):
+    """The statements a block defines: its statements at every depth, and the indices
+    of its loops."""
+    inside = set()
+    for stmt in walk(block):
+        inside.add(stmt)
+        if stmt.op == 'for':
+            inside.add(stmt.attrs['index'])
+    return inside
 
 
-class VerifyError(Exception):
-    pass
-
-
-def verify(block):
-    """Check that every operand is defined before use in an enclosing scope."""
-    _verify(block, set(), in_loop=False)
-
-
-def _verify(block, visible, in_loop):
-    visible = set(visible)
-    for s in block.stmts:
-        for a in s.args:
-            if not isinstance(a, Stmt):
-                raise VerifyError(f'{s!r} ({s.op}) has a non-statement operand {a!r}')
-            if a.id not in visible:
-                raise VerifyError(f'{s!r} ({s.op}) uses {a!r} ({a.op}) before its definition')
-        if s.op in ('break', 'continue') and not in_loop:
-            raise VerifyError(f'{s.op} outside a loop')
-        if s.op == 'for':
-            inner = visible | {s.attrs['index'].id}
-            _verify(s.attrs['body'], inner, True)
-        elif s.op == 'while':
-            _verify(s.attrs['body'], visible, True)
-        elif s.op == 'if':
-            for b in s.blocks():
-                _verify(b, visible, in_loop)
-        if s.op not in EFFECT_OPS:
-            visible.add(s.id)
+def used_from_outside(block, also_inside=()):
+    """The values `block` uses but does not define (operands, at any depth, of statements
+    defined elsewhere), each once, in order of first use. `also_inside`: more statements
+    to count as defined (a loop's own index, for its body)."""
+    inside = defined_in(block)
+    inside.update(also_inside)
+    used = {}
+    for stmt in walk(block):
+        for arg in stmt.args:
+            if arg not in inside:
+                used[arg] = None
+    return list(used)

@@ -17,7 +17,7 @@ from llvmlite import ir as llir
 
 from . import dtypes as T
 from .errors import TaichiSyntaxError, TaichiTypeError
-from .ir import Stmt, current_builder, walk
+from .ir import Stmt, current_builder, defined_in, used_from_outside, walk
 
 
 @dataclass(frozen=True)
@@ -163,11 +163,11 @@ def _same_value(a, b, single):
             and all(x is y for x, y in zip(a.args, b.args)))
 
 
-def _outside_bounds(statements, depth=64):
-    """Bounds of the values `statements` use but do not define (the arguments of an inlined
+def _outside_bounds(body, depth=64):
+    """Bounds of the values `body` uses but does not define (the arguments of an inlined
     `ti.ad` transform): an expression of sources and constants is bounded as inside; a
     local's value or anything deeper than `depth` is unknown."""
-    inside = set(statements)
+    inside = defined_in(body)
     memo = {}
 
     def bound(s, depth):
@@ -178,7 +178,7 @@ def _outside_bounds(statements, depth=64):
                 args = {a: bound(a, depth - 1) for a in s.args if a not in inside}
                 memo[s] = _bound(s, args, {}, {})
         return memo[s]
-    return {a: bound(a, depth) for s in statements for a in s.args if a not in inside}
+    return {a: bound(a, depth) for a in used_from_outside(body)}
 
 
 def finite_partials(body):
@@ -198,7 +198,8 @@ def finite_partials(body):
     single = {s: stored[s.args[0]][0].args[1] for s in statements if s.op == 'local_load'
               and len(stored.get(s.args[0], ())) == 1 and stored[s.args[0]][0].op == 'local_store'}
     cells = {}
-    outside = _outside_bounds(list(walk(body)))
+    outside = _outside_bounds(body)
+    outside.update((s.attrs['index'], (True, -_INF)) for s in walk(body) if s.op == 'for')     # sources
     for rounds in range(len(stores) + 8):
         bounds = dict(outside)
         for s in statements:

@@ -19,13 +19,12 @@ import os
 import sys
 import time
 
-from . import cache, codegen, cse, forward, jit, jumps, profiler, reverse, threadpool
+from . import cache, codegen, forward, jit, jumps, printer, profiler, reverse, simplify, threadpool, verify
 from .abi import ArgLayout
 from .errors import TaichiSyntaxError
 from .fields import Field
 from .frontend import KernelBuilder
 from .interpret import InterpretedKernel
-from .ir import format_block, verify
 from .launch import CompiledKernel
 
 _symbol_ids = itertools.count()
@@ -43,7 +42,7 @@ def compile_kernel(kernel, args, prog):
         # The interpreter, a second oracle, runs the IR as built; so does debug mode, whose
         # checks name the line of each statement (a merged one has its first line).
         if not (prog.config.interpret or prog.config.debug):
-            body = stage(prog, kernel.name, 'simplify', cse.merge_common(body))
+            body = stage(prog, kernel.name, 'simplify', simplify.simplify(body))
     return lower_and_load(kernel, body, layout, prog)
 
 
@@ -88,14 +87,12 @@ LABELS = {'primal': '', 'adjoint': ' (its adjoint)', 'no_grad': ' (its adjoint)'
 def stage(prog, name, what, body):
     """After a stage: verify its IR (debug mode, $ENGINE_VERIFY_IR) and print it
     (ti.init(print_ir=True), $ENGINE_PRINT_IR)."""
-    if prog.config.debug or VERIFY_EVERY_STAGE:
-        verify(body)
+    verify.check(body, f'of {name} after {what}', always=prog.config.debug)
     if prog.config.print_ir or PRINT_EVERY_STAGE:
-        print(f'kernel {name}, after {what}:\n{format_block(body, 1)}')
+        print(f'kernel {name}, after {what}:\n{printer.text(body, indent=1)}')
     return body
 
 
-VERIFY_EVERY_STAGE = os.environ.get('ENGINE_VERIFY_IR', '') not in ('', '0')
 PRINT_EVERY_STAGE = os.environ.get('ENGINE_PRINT_IR', '') not in ('', '0')
 
 

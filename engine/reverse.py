@@ -25,7 +25,7 @@ from . import dtypes as T
 from . import ops
 from .errors import TaichiCompilationError
 from .fields import Field
-from .ir import Block, Builder, building, walk
+from .ir import Block, Builder, Identity, building, used_from_outside, walk
 from .jumps import without_jumps
 
 _NO_ADJOINT = frozenset({'const', 'arg', 'loop_index', 'random', 'ndarray_shape', 'alloca'})
@@ -35,8 +35,9 @@ class AutodiffError(TaichiCompilationError):
     """The engine cannot differentiate this construct correctly, so it refuses."""
 
 
-class AdStack:
+class AdStack(Identity):
     """Identity of one serial loop's stack of carried locals."""
+    kind = 'stack'
 
 
 def adjoint(body, constant=False):
@@ -478,25 +479,11 @@ def _grad_of(target):
 
 def outer_locals(loop):
     """Locals defined outside a loop that its body reads or writes, in a stable order."""
-    inside = set(walk(loop.attrs['body']))
-    seen, out = set(), []
-    for s in walk(loop.attrs['body']):
-        if s.op in ('local_load', 'local_store', 'local_atomic'):
-            cell = s.args[0]
-            if cell not in inside and cell not in seen and cell.op == 'alloca':
-                seen.add(cell)
-                out.append(cell)
-    return out
+    return [c for c in used_from_outside(loop.attrs['body']) if c.op == 'alloca']
 
 
 def carried_locals(loop):
     """Locals defined outside a serial loop and stored inside it, in a stable order."""
-    inside = {s for s in walk(loop.attrs['body'])}
-    seen, out = set(), []
-    for s in walk(loop.attrs['body']):
-        if s.op in ('local_store', 'local_atomic'):
-            cell = s.args[0]
-            if cell not in inside and cell not in seen:
-                seen.add(cell)
-                out.append(cell)
-    return out
+    outside = set(used_from_outside(loop.attrs['body']))
+    stored = (s.args[0] for s in walk(loop.attrs['body']) if s.op in ('local_store', 'local_atomic'))
+    return [c for c in dict.fromkeys(stored) if c in outside]

@@ -1,4 +1,4 @@
-"""engine/cse.py: repeated reads and values merged before differentiation, and only where exact."""
+"""engine/simplify.py (merge_common): repeated reads and values merged before differentiation, and only where exact."""
 import numpy as np
 import pytest
 

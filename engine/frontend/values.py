@@ -133,6 +133,11 @@ class NdarrayArg:
     def __repr__(self):
         return f'ndarray:{self.name}'
 
+    def ir_text(self):
+        """How the IR's text names it (engine/printer.py): its slots in the argument buffer."""
+        return (f'ndarray({self.name}, @{self.pointer_offset}, shape@{self.shape_offset}, {self.ndim}, '
+                f'{self.element_shape}, {self.dtype})')
+
 
 class RuntimeRange:
     """`range(...)` with run-time bounds."""
