@@ -16,7 +16,7 @@ from .kernels import Kernel
 from .tape import Tape
 from .finite_diff import GradientCheckError, restore_fields, snapshot_fields
 from .gradcheck import check_gradients, keep_adjoints, rollout_report
-from .reverse import AutodiffError
+from .errors import AutodiffError
 from .rules import AutodiffRuleError
 from .transforms import grad, jvp, vjp
 

@@ -99,6 +99,10 @@ class TaichiInitError(TypeError, KeyError):
 # them: the traceback then ends at the program's own frames, as Taichi's does. Other
 # exceptions are engine bugs and keep every frame; so do all with ENGINE_FULL_TRACEBACK=1
 # or ti.init(print_full_traceback=True).
+class AutodiffError(TaichiCompilationError):
+    """The engine cannot differentiate this construct correctly, so it refuses (engine/refusals.py)."""
+
+
 USER_ERRORS = (TaichiCompilationError, TaichiRuntimeError, TaichiIndexError, TaichiInitError)
 ENGINE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 

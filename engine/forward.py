@@ -16,7 +16,8 @@ have a `.dual` as well.
 from . import ops
 from .fields import Field
 from .ir import Block, Builder, building, walk
-from .reverse import AdStack, AutodiffError
+from .refusals import refuse
+from .reverse import AdStack
 
 
 def tangent_kernel(body):
@@ -140,8 +141,7 @@ class TangentPass:
         if cell is None:
             return
         if s.attrs['kind'] not in ('add', 'sub'):
-            raise AutodiffError(f'forward mode through a local atomic_{s.attrs["kind"]} on a float '
-                                f'is not supported', s.loc)
+            raise refuse('forward: local atomic min/max', s, kind=s.attrs['kind'])
         old = self.emit('local_atomic', [cell, self.tangent_or_zero(s.args[1])], s.dtype, kind=s.attrs['kind'])
         self.tangent_of_old_value(s, old)
 
@@ -152,9 +152,7 @@ class TangentPass:
         if s not in self.used:
             return
         if self.parallel:
-            raise AutodiffError('forward mode through the old value returned by an atomic '
-                                'operation inside a parallel loop: the value depends on the order '
-                                'of the threads, and its tangent cannot be paired with it', s.loc)
+            raise refuse('forward: parallel old value of an atomic', s)
         self.tangent[s] = old_tangent
 
     def tangent_or_zero(self, value):
@@ -196,7 +194,7 @@ class TangentPass:
             return
         kind = s.attrs['kind']
         if kind not in ('add', 'sub'):
-            raise AutodiffError(f'forward mode through atomic_{kind} on a float field is not supported', s.loc)
+            raise refuse('forward: float atomic min/max', s, kind=kind)
         old = self.emit('atomic', self.copy_args(s)[:-1] + [self.tangent_or_zero(s.args[-1])], s.dtype,
                         target=dual, component=s.attrs['component'], kind=kind)
         self.tangent_of_old_value(s, old)
@@ -212,8 +210,7 @@ class TangentPass:
         if dual is None:
             what = (f'field {target.name} has no .dual' if isinstance(target, Field) else
                     'ndarray arguments have no .dual; use a field')
-            raise AutodiffError(f'forward mode would drop the tangent written here: {what} '
-                                f'(ti.ad.FwdMode allocates duals for the fields placed when it starts)', s.loc)
+            raise refuse('forward: tangent without a dual', s, what=what)
         return dual
 
     # --- control flow: copied, with the tangents flowing through the blocks ---------

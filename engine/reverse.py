@@ -23,16 +23,13 @@ fields with atomic adds:
 """
 from . import dtypes as T
 from . import ops
-from .errors import TaichiCompilationError
+from .errors import AutodiffError
+from .refusals import refuse
 from .fields import Field
 from .ir import Block, Builder, Identity, building, used_from_outside, walk
 from .jumps import without_jumps
 
 _NO_ADJOINT = frozenset({'const', 'arg', 'loop_index', 'random', 'ndarray_shape', 'alloca'})
-
-
-class AutodiffError(TaichiCompilationError):
-    """The engine cannot differentiate this construct correctly, so it refuses."""
 
 
 class AdStack(Identity):
@@ -102,9 +99,7 @@ class ReversePass:
             if stmt in scope:
                 value = scope[stmt]
                 if isinstance(value, _Unavailable):
-                    raise self.error(stmt, 'the old value returned by an atomic operation cannot be '
-                                           'used in a kernel that is differentiated (replaying the '
-                                           'atomic would change the field)')
+                    raise refuse('old value of an atomic', stmt)
                 return value
         if stmt in self.cells:
             return self.cells[stmt]
@@ -141,8 +136,7 @@ class ReversePass:
                 self.forward_loop(s, push)
             return
         if op == 'random':
-            raise self.error(s, 'ti.random() in a differentiated kernel: the adjoint would draw '
-                                'different numbers; draw them into a field in a separate kernel')
+            raise refuse('random numbers', s)
         if op == 'if':
             then_b, else_b = Block(), Block()
             self.emit('if', [self.primal(s.args[0])], then=then_b, **{'else': else_b})
@@ -156,9 +150,7 @@ class ReversePass:
             self.stale.add(s.args[0])
             return
         if op == 'local_load' and s.args[0] in self.stale:
-            raise self.error(s, 'this kernel reads a kernel-scope variable after a parallel loop '
-                                'accumulated into it; its gradient would need the loop replayed. '
-                                'Accumulate into a 0-D field instead, or split the kernel')
+            raise refuse('local read after a parallel accumulation', s)
         if op in ('global_store', 'return', 'print', 'assert_fail'):
             return              # prints and asserts run in the primal launch only, as Taichi's
         if op == 'alloca':
@@ -170,7 +162,7 @@ class ReversePass:
             return
         if op == 'atomic':
             if s.dtype.is_float and s.attrs['kind'] in ('min', 'max'):
-                raise self.error(s, f'atomic_{s.attrs["kind"]} on a float field is not differentiable')
+                raise refuse('float atomic min/max', s, kind=s.attrs['kind'], field=s.attrs['target'].name)
             self.scopes[-1][s] = _Unavailable(s)
             return
         attrs = dict(s.attrs)
@@ -321,8 +313,7 @@ class ReversePass:
         cell, value = s.args
         if cell.dtype.is_float:
             if s.attrs['kind'] not in ('add', 'sub'):
-                raise self.error(s, f'atomic_{s.attrs["kind"]} on a float variable that the threads of a '
-                                    f'parallel loop share is not differentiable')
+                raise refuse('shared float atomic min/max', s, kind=s.attrs['kind'])
             self.adj_cell(cell)
             g = self.load_adj(cell)
             self.accumulate(value, g if s.attrs['kind'] == 'add' else -g)

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import engine as ti
-from engine.reverse import AutodiffError
+from engine.errors import AutodiffError
 from engine.ir import walk
 
 from ad_helpers import assert_grad_close, f64  # noqa: F401
