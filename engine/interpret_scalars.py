@@ -198,7 +198,7 @@ def cast_fn(src, dst):
 # Random numbers: codegen's splitmix64 streams, bit for bit
 
 M64 = (1 << 64) - 1
-GOLDEN, _MIX1, _MIX2 = 0x9E3779B97F4A7C15, 0xBF58476D1CE4E5B9, 0x94D049BB133111EB
+GOLDEN, _MIX1, _MIX2 = rt.RNG_GOLDEN, rt.RNG_MIX1, rt.RNG_MIX2
 
 
 def mix64(z):

@@ -32,6 +32,10 @@ RT_PRINT_LAUNCH = 20    # the launch running in a replayed list (engine/replay.p
 RT_WORDS = 24
 RT_ERROR_WORDS = 8
 
+# The random-number streams (splitmix64) of native code and of the interpreter: a launch's
+# state is seed * RNG_MIX1 + launch counter * RNG_GOLDEN, mixed with each stream's salt.
+RNG_GOLDEN, RNG_MIX1, RNG_MIX2 = 0x9E3779B97F4A7C15, 0xBF58476D1CE4E5B9, 0x94D049BB133111EB
+
 ERROR_INDEX = 1
 ERROR_OUT_OF_MEMORY = 2
 ERROR_NON_FINITE = 3
