@@ -8,6 +8,8 @@ travel in the closure by value.
 """
 from llvmlite import ir as llir
 
+from .llvm_ops import LOWER, llvm_type
+
 from . import ops, printing
 from . import program as rt
 from .bounds import IndexRanges, grouped_checks, unproven_axes
@@ -156,7 +158,7 @@ class FunctionEmitter(ChecksEmitter):
                     b.store(fresh, data)
                     b.store(grown, cap)
         slot = b.gep(b.load(data), [b.load(top)])
-        b.store(self.values[s.args[0]], b.bitcast(slot, s.args[0].dtype.llvm.as_pointer()))
+        b.store(self.values[s.args[0]], b.bitcast(slot, llvm_type(s.args[0].dtype).as_pointer()))
         b.store(need, top)
 
     def emit_stack_pop(self, s):
@@ -165,7 +167,7 @@ class FunctionEmitter(ChecksEmitter):
         new_top = b.sub(b.load(top), I64(8))
         b.store(new_top, top)
         slot = b.gep(b.load(data), [new_top])
-        return b.load(b.bitcast(slot, s.dtype.llvm.as_pointer()))
+        return b.load(b.bitcast(slot, llvm_type(s.dtype).as_pointer()))
 
     # --- helpers ------------------------------------------------------------------
     def alloca(self, ty):
@@ -187,7 +189,7 @@ class FunctionEmitter(ChecksEmitter):
             raw = eb.load(eb.gep(self.fields, [I64(target.id)]))
         else:
             raw = eb.load(eb.bitcast(eb.gep(self.args, [I64(target.pointer_offset)]), I8P.as_pointer()))
-        base = eb.bitcast(raw, target.dtype.llvm.as_pointer())
+        base = eb.bitcast(raw, llvm_type(target.dtype).as_pointer())
         self.bases[target] = base
         return base
 
@@ -233,20 +235,19 @@ class FunctionEmitter(ChecksEmitter):
             if handler is not None:
                 result = handler(stmt)
             else:
-                opdef = ops.OPS[stmt.op]
                 args = [self.values[a] for a in stmt.args]
                 in_dtype = stmt.args[-1].dtype if stmt.args else stmt.dtype
-                result = opdef.lower(self.b, args, in_dtype, stmt.dtype)
+                result = LOWER[stmt.op](self.b, args, in_dtype, stmt.dtype)
                 if self.km.debug:
                     self.debug_check_op(stmt, args, result)
             if result is not None:
                 self.values[stmt] = result
 
     def emit_const(self, s):
-        return llir.Constant(s.dtype.llvm, s.attrs['value'])
+        return llir.Constant(llvm_type(s.dtype), s.attrs['value'])
 
     def emit_arg(self, s):
-        return self.b.load(self.arg_pointer(s.attrs['offset'], s.dtype.llvm))
+        return self.b.load(self.arg_pointer(s.attrs['offset'], llvm_type(s.dtype)))
 
     def emit_ndarray_shape(self, s):
         extent = self.extent(s.attrs['target'], s.attrs['axis'])
@@ -256,7 +257,7 @@ class FunctionEmitter(ChecksEmitter):
         return self.random(s.dtype)
 
     def emit_alloca(self, s):
-        return self.alloca(s.dtype.llvm)
+        return self.alloca(llvm_type(s.dtype))
 
     def emit_local_load(self, s):
         return self.b.load(self.values[s.args[0]])
@@ -300,13 +301,13 @@ class FunctionEmitter(ChecksEmitter):
         name = {'and': 'bit_and', 'or': 'bit_or', 'xor': 'bit_xor'}.get(kind, kind)
         if dtype.is_float and name.startswith('bit_'):
             raise ops.TaichiTypeError(f'atomic_{kind} needs integer operands')
-        new = ops.OPS[name].lower(b, [old, value], dtype, dtype)
+        new = LOWER[name](b, [old, value], dtype, dtype)
         b.store(new, ptr)
         return old
 
     def emit_return(self, s):
         for k, value in enumerate(s.args):      # a vector, struct or tuple: one slot per scalar
-            slot = self.arg_pointer(self.km.ret_offset + 8 * k, value.dtype.llvm)
+            slot = self.arg_pointer(self.km.ret_offset + 8 * k, llvm_type(value.dtype))
             self.b.store(self.values[value], slot)
         self.ret()
 
@@ -399,7 +400,7 @@ class FunctionEmitter(ChecksEmitter):
         shared = shared_locals(s)
         task = self.km.new_task()
         closure_ty = llir.LiteralStructType(
-            [I8P.as_pointer(), I8P, I8P] + [self.values[c].type if c in shared else c.dtype.llvm
+            [I8P.as_pointer(), I8P, I8P] + [self.values[c].type if c in shared else llvm_type(c.dtype)
                                             for c in captured])
         closure = self.alloca(closure_ty)
         captures = [self.values[c] if c in shared else self._capture(c) for c in captured]
@@ -426,7 +427,7 @@ class FunctionEmitter(ChecksEmitter):
             if c in shared:               # updated atomically by all threads: by reference
                 inner.values[c] = value
             elif c.op == 'alloca':        # a local only read by the loop: a private copy
-                slot = inner.alloca(c.dtype.llvm)
+                slot = inner.alloca(llvm_type(c.dtype))
                 eb.store(value, slot)
                 inner.values[c] = slot
             else:

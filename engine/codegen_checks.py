@@ -5,6 +5,8 @@ asserts), run-time prints, and the random-number streams (splitmix64).
 """
 from llvmlite import ir as llir
 
+from .llvm_ops import llvm_type
+
 from . import program as rt
 from .fields import Field
 
@@ -205,6 +207,6 @@ class ChecksEmitter:
         bits = self.mix64(state)
         if dtype.is_float:
             mantissa = 24 if dtype.bits == 32 else 53
-            value = b.uitofp(b.lshr(bits, I64(64 - mantissa)), dtype.llvm)
-            return b.fmul(value, llir.Constant(dtype.llvm, 2.0 ** -mantissa))
-        return b.trunc(bits, dtype.llvm) if dtype.bits < 64 else bits
+            value = b.uitofp(b.lshr(bits, I64(64 - mantissa)), llvm_type(dtype))
+            return b.fmul(value, llir.Constant(llvm_type(dtype), 2.0 ** -mantissa))
+        return b.trunc(bits, llvm_type(dtype)) if dtype.bits < 64 else bits

@@ -1,10 +1,9 @@
 """Scalar data types and Taichi's promotion rules."""
 import numpy as np
-from llvmlite import ir as llir
 
 
 class DataType:
-    """A scalar type: its name, numpy dtype, LLVM type and kind."""
+    """A scalar type: its name, numpy dtype and kind."""
 
     def __init__(self, name, np_dtype, is_float, bits, signed=True):
         self.name = name
@@ -16,12 +15,6 @@ class DataType:
     @property
     def is_int(self):
         return not self.is_float
-
-    @property
-    def llvm(self):
-        if self.is_float:
-            return llir.FloatType() if self.bits == 32 else llir.DoubleType()
-        return llir.IntType(self.bits)
 
     def __repr__(self):
         return self.name

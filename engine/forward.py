@@ -16,6 +16,7 @@ have a `.dual` as well.
 from . import ops
 from .fields import Field
 from .ir import Block, Builder, building, walk
+from .finite import finite_partials
 from .refusals import refuse
 from .reverse import AdStack
 
@@ -36,7 +37,7 @@ class TangentPass:
         self.dual_stack = {}  # autodiff stack of an adjoint kernel -> the stack of its tangents
         self.used = set()     # statements whose values later statements use
         self.parallel = 0     # depth of parallel loops around the statement being copied
-        self.finite = frozenset()   # statements whose partials need no NaN guard (ops.finite_partials)
+        self.finite = frozenset()   # statements whose partials need no NaN guard (finite.py)
         self.reused = frozenset()   # primal statements already emitted, used as they are (`reusing`)
 
     def run(self, body):
@@ -47,7 +48,7 @@ class TangentPass:
     def copy_block(self, body):
         """Copy `body` with tangents into the open block of the builder."""
         self.used = {a for s in walk(body) for a in s.args}
-        self.finite = ops.finite_partials(body)
+        self.finite = finite_partials(body)
         self.block(body)
 
     def emit(self, op, args=(), dtype=None, **attrs):

@@ -347,7 +347,7 @@ def _quat_mul_axis(q, ch, sh, k):
 def _quat_to_rows(q):
     """Rotation matrix (list of rows) of a quaternion, normalizing it."""
     w, x, y, z = q
-    # |q| stays ~1; the clamp proves the division finite (ops.finite_partials: no NaN guards)
+    # |q| stays ~1; the clamp proves the division finite (engine/finite.py: no NaN guards)
     two = 2.0 / tm.max(w * w + x * x + y * y + z * z, 0.25)
     return [[1.0 - two * (y * y + z * z), two * (x * y - w * z), two * (x * z + w * y)],
             [two * (x * y + w * z), 1.0 - two * (x * x + z * z), two * (y * z - w * x)],

@@ -13,11 +13,10 @@ from dataclasses import dataclass
 from typing import Callable, Optional
 
 import numpy as np
-from llvmlite import ir as llir
 
 from . import dtypes as T
 from .errors import TaichiSyntaxError, TaichiTypeError
-from .ir import Stmt, current_builder, defined_in, used_from_outside, walk
+from .ir import Stmt, current_builder
 
 
 @dataclass(frozen=True)
@@ -25,7 +24,6 @@ class OpDef:
     name: str
     arity: int
     type_rule: str              # 'same', 'float', 'bool', 'int'
-    lower: Callable             # (b, args, in_dtype, out_dtype) -> llvm value
     py: Optional[Callable]      # Python evaluation, or None
     partials: Optional[Callable] = None   # (args, out) -> [d out/d arg_i or None]
     # 'one_operand': d out / d arg is 0 or 1 (see `chain`).
@@ -35,8 +33,8 @@ class OpDef:
 OPS = {}
 
 
-def _def(name, arity, type_rule, lower, py=None, partials=None, guard=None):
-    OPS[name] = OpDef(name, arity, type_rule, lower, py, partials, guard)
+def _def(name, arity, type_rule, py=None, partials=None, guard=None):
+    OPS[name] = OpDef(name, arity, type_rule, py, partials, guard)
 
 
 def partials(op, args, out):
@@ -71,165 +69,6 @@ def chain(op, g, partial, guard=True):
     guarded = select(g == 0, 0.0, g * partial)
     guarded.attrs['nan_guard'] = True
     return guarded
-
-
-# NaN guards (`chain`) are needed only where a partial can be non-finite. `finite_partials`
-# finds the statements whose partials cannot be: it bounds every float value from below
-# and knows whether it is always finite (field values and arguments are taken as finite:
-# a NaN stored in a field is the program's own NaN; values that overflow to inf are the
-# program's own too), and asks per op:
-_SMOOTH = frozenset({'add', 'sub', 'mul', 'neg', 'abs', 'sin', 'cos', 'tanh', 'atan', 'min', 'max',
-                     'select', 'cast', 'floor', 'ceil', 'round', 'stop_grad'})     # operands finite
-_AWAY_FROM_ZERO = {'sqrt': 0, 'rsqrt': 0, 'log': 0, 'truediv': 1}     # and this operand >= c > 0
-_SOURCES = frozenset({'arg', 'loop_index', 'global_load', 'atomic', 'ndarray_shape', 'random'})
-_INF = float('inf')
-
-
-def _bound(s, bounds, cells, single):
-    """(always finite, lower bound) of a float statement, from its operands' bounds (a
-    local not stored yet is bounded by +inf; a bound that comes out NaN is none)."""
-    finite, low = _bound_of_op(s, bounds, cells, single)
-    return finite, (low if low == low else -_INF)
-
-
-def _bound_of_op(s, bounds, cells, single):
-    if s.op == 'const':
-        v = float(s.attrs['value'])
-        return (True, v) if pymath.isfinite(v) else (False, -_INF)
-    if s.op in _SOURCES or not s.dtype.is_float:
-        return True, -_INF
-    if s.op == 'local_load':
-        return cells.get(s.args[0], (True, _INF))
-    ops_ = [bounds.get(a, (False, -_INF)) for a in s.args]
-    fin = all(f for f, _ in ops_)
-    lows = [low for _, low in ops_]
-    op = s.op
-    if op == 'add':
-        return fin, lows[0] + lows[1]
-    if op == 'mul':
-        if _same_value(*s.args, single):
-            return fin, max(lows[0], 0.0) ** 2
-        return fin, lows[0] * lows[1] if lows[0] >= 0 and lows[1] >= 0 else -_INF
-    if op in ('sub', 'neg'):
-        return fin, -_INF
-    if op == 'abs':
-        return fin, max(lows[0], 0.0)
-    if op == 'max':
-        return fin, max(lows)
-    if op == 'min':
-        return fin, min(lows)
-    if op == 'select':
-        return ops_[1][0] and ops_[2][0], min(_taken_low(s.args[0], s.args[1], lows[1], single), lows[2])
-    if op in ('sin', 'cos', 'tanh'):
-        return fin, -1.0
-    if op == 'atan':
-        return fin, -2.0
-    if op in ('cast', 'floor', 'ceil', 'round', 'stop_grad'):
-        return fin, lows[0] - 1.0
-    if op == 'sqrt':
-        return fin and lows[0] >= 0, pymath.sqrt(lows[0]) if lows[0] >= 0 else -_INF
-    if op in ('rsqrt', 'truediv', 'log'):
-        k = _AWAY_FROM_ZERO[op]
-        safe = fin and _away_from_zero(lows[k], s.dtype)
-        return safe, (0.0 if op == 'rsqrt' or (op == 'truediv' and lows[0] >= 0) else -_INF)
-    if op == 'exp':
-        return False, 0.0
-    return False, -_INF
-
-
-def _away_from_zero(low, dtype):
-    """x >= low keeps 1/x, 1/x^2 and x^-1.5 finite in the type (f32: low > 5.4e-20)."""
-    return low > (5.5e-20 if dtype.bits == 32 else 7.5e-155)
-
-
-def _taken_low(cond, arm, low, single):
-    """The lower bound of the arm a select takes when `cond` holds: `select(m > c, m, 1.0)`
-    keeps m above c (the guard of a division by a scale)."""
-    if cond.op in ('gt', 'ge') and _same_value(cond.args[0], arm, single) and cond.args[1].op == 'const':
-        return max(low, float(cond.args[1].attrs['value']))
-    if cond.op in ('lt', 'le') and _same_value(cond.args[1], arm, single) and cond.args[0].op == 'const':
-        return max(low, float(cond.args[0].attrs['value']))
-    return low
-
-
-def _same_value(a, b, single):
-    """Two operands that hold one value: one statement, loads of a local stored once
-    (`m = abs(x)`), or the two loads of `x[i] * x[i]`."""
-    a, b = single.get(a, a), single.get(b, b)
-    if a is b:
-        return True
-    return (a.op == b.op == 'global_load' and a.attrs['target'] is b.attrs['target']
-            and a.attrs['component'] == b.attrs['component'] and len(a.args) == len(b.args)
-            and all(x is y for x, y in zip(a.args, b.args)))
-
-
-def _outside_bounds(body, depth=64):
-    """Bounds of the values `body` uses but does not define (the arguments of an inlined
-    `ti.ad` transform): an expression of sources and constants is bounded as inside; a
-    local's value or anything deeper than `depth` is unknown."""
-    inside = defined_in(body)
-    memo = {}
-
-    def bound(s, depth):
-        if s not in memo:
-            if s.dtype is None or s.op == 'local_load' or depth == 0:
-                memo[s] = (False, -_INF)
-            else:
-                args = {a: bound(a, depth - 1) for a in s.args if a not in inside}
-                memo[s] = _bound(s, args, {}, {})
-        return memo[s]
-    return {a: bound(a, depth) for a in used_from_outside(body)}
-
-
-def finite_partials(body):
-    """The statements of `body` whose partials are finite wherever they are evaluated, so
-    that their chain terms need no NaN guard: a smooth op of finite operands, or sqrt,
-    rsqrt, log or a division whose (divisor) operand is bounded away from zero
-    (`rsqrt(max(x * x + y * y, 0.5))`, `1 / (w + 1.0)` with w >= 0). Locals take the
-    bounds of everything stored into them (a bound still moving after a few passes, as a
-    loop counter's, is dropped)."""
-    statements = [s for s in walk(body) if s.dtype is not None and s.op != 'alloca']
-    stores = [s for s in walk(body) if s.op in ('local_store', 'local_atomic') and s.args[0].dtype.is_float]
-    stored = {}
-    for st in stores:
-        stored.setdefault(st.args[0], []).append(st)
-    # two loads of a local stored once, next to each other in an expression, read the value
-    # that one store wrote (`m = abs(x)`: `select(m > c, m, 1.0)`)
-    single = {s: stored[s.args[0]][0].args[1] for s in statements if s.op == 'local_load'
-              and len(stored.get(s.args[0], ())) == 1 and stored[s.args[0]][0].op == 'local_store'}
-    cells = {}
-    outside = _outside_bounds(body)
-    outside.update((s.attrs['index'], (True, -_INF)) for s in walk(body) if s.op == 'for')     # sources
-    for rounds in range(len(stores) + 8):
-        bounds = dict(outside)
-        for s in statements:
-            bounds[s] = _bound(s, bounds, cells, single)
-        updated = {}
-        for st in stores:
-            cell, value = st.args[0], st.args[1]
-            fin, low = bounds.get(value, (False, -_INF))
-            if st.op == 'local_atomic':
-                low = -_INF
-            old = updated.get(cell, (True, _INF))
-            updated[cell] = (old[0] and fin, min(old[1], low))
-        if rounds >= 4:         # widen: bounds still moving are dropped
-            updated = {c: (v[0], v[1] if v[1] >= cells.get(c, v)[1] else -_INF) for c, v in updated.items()}
-        if updated == cells:
-            break
-        cells = updated
-    else:
-        return set()            # not settled: guard everything
-    finite = {s for s, (f, _) in bounds.items() if f}
-
-    def clear(s):
-        if s.op in _SMOOTH:
-            return all(a in finite for a in s.args if a.dtype.is_float)
-        if s.op in _AWAY_FROM_ZERO:
-            k = _AWAY_FROM_ZERO[s.op]
-            low = bounds.get(s.args[k], (False, -_INF))[1]
-            return all(a in finite for a in s.args) and _away_from_zero(low, s.dtype)
-        return False
-    return {s for s in statements if s.dtype.is_float and clear(s)}
 
 
 # ----------------------------------------------------------------------------
@@ -497,108 +336,6 @@ def power(a, b):
     return binary('pow', a, b)
 
 
-# ----------------------------------------------------------------------------
-# Lowering helpers
-
-def _intrinsic(b, name, ty, args):
-    full = f'llvm.{name}.{"f32" if isinstance(ty, llir.FloatType) else "f64"}'
-    fn = b.module.globals.get(full)
-    if fn is None:
-        fn = llir.Function(b.module, llir.FunctionType(ty, [ty] * len(args)), name=full)
-    return b.call(fn, args)
-
-
-def _math(name):
-    return lambda b, a, ti, to: _intrinsic(b, name, to.llvm, a)
-
-
-def _arith(fop, sop, uop=None):
-    def lower(b, a, ti, to):
-        if to.is_float:
-            return getattr(b, fop)(*a)
-        return getattr(b, sop if to.signed else (uop or sop))(*a)
-    return lower
-
-
-def _safe_divisor(b, d, signed=False):
-    """Integer division must not trap the process: by zero it divides by 1 instead; signed,
-    by -1 it divides by 1 too (INT_MIN / -1 traps), and the caller negates the quotient."""
-    trap = b.icmp_signed('==', d, llir.Constant(d.type, 0))
-    if signed:
-        trap = b.or_(trap, b.icmp_signed('==', d, llir.Constant(d.type, -1)))
-    return b.select(trap, llir.Constant(d.type, 1), d)
-
-
-def _remainder_sign_differs(b, r, y):
-    """C's truncating remainder needs Python's floor correction when r != 0 and sign(r) != sign(y)."""
-    zero = llir.Constant(r.type, 0)
-    return b.and_(b.icmp_signed('!=', r, zero),
-                  b.icmp_signed('!=', b.icmp_signed('<', r, zero), b.icmp_signed('<', y, zero)))
-
-
-def _lower_floordiv(b, a, ti, to):
-    x, y = a
-    if to.is_float:
-        return _intrinsic(b, 'floor', to.llvm, [b.fdiv(x, y)])
-    if not to.signed:
-        return b.udiv(x, _safe_divisor(b, y))
-    minus_one = b.icmp_signed('==', y, llir.Constant(y.type, -1))
-    y = _safe_divisor(b, y, signed=True)
-    q, r = b.sdiv(x, y), b.srem(x, y)
-    q = b.sub(q, b.zext(_remainder_sign_differs(b, r, y), to.llvm))
-    return b.select(minus_one, b.neg(x), q)          # x // -1 is -x, wrapping at INT_MIN
-
-
-def _lower_mod(b, a, ti, to):
-    x, y = a
-    if to.is_float:
-        q = _intrinsic(b, 'floor', to.llvm, [b.fdiv(x, y)])
-        return b.fsub(x, b.fmul(q, y))
-    if not to.signed:
-        return b.urem(x, _safe_divisor(b, y))
-    y = _safe_divisor(b, y, signed=True)             # x % -1 is 0, as x % 1
-    r = b.srem(x, y)
-    return b.select(_remainder_sign_differs(b, r, y), b.add(r, y), r)
-
-
-def _lower_pow(b, a, ti, to):
-    if to.is_float:
-        return _intrinsic(b, 'pow', to.llvm, a)
-    f64 = llir.DoubleType()
-    conv = b.sitofp if to.signed else b.uitofp
-    r = _intrinsic(b, 'pow', f64, [conv(a[0], f64), conv(a[1], f64)])
-    return float_to_int(b, r, to)
-
-
-_FCMP = {'lt': '<', 'le': '<=', 'gt': '>', 'ge': '>=', 'eq': '==', 'ne': '!='}
-
-
-def _cmp(name):
-    def lower(b, a, ti, to):
-        if ti.is_float:
-            bit = (b.fcmp_unordered if name == 'ne' else b.fcmp_ordered)(_FCMP[name], *a)
-        elif ti.signed:
-            bit = b.icmp_signed(_FCMP[name], *a)
-        else:
-            bit = b.icmp_unsigned(_FCMP[name], *a)
-        return b.zext(bit, to.llvm)
-    return lower
-
-
-def _minmax(name):
-    """min keeps x where x < y, max where not; a NaN operand loses to a number (C's
-    fmin/fmax, LLVM's minnum/maxnum: Taichi's rule), and ties keep min's y, max's x."""
-    def lower(b, a, ti, to):
-        x, y = a
-        if to.is_float:
-            loser = y if name == 'min' else x       # the operand a NaN makes lose
-            less = b.or_(b.fcmp_ordered('<', x, y), b.fcmp_unordered('uno', loser, loser))
-        else:
-            less = (b.icmp_signed if to.signed else b.icmp_unsigned)('<', x, y)
-        return b.select(less, x, y) if name == 'min' else b.select(less, y, x)
-    return lower
-
-
 def py_min(x, y):
     """min on Python numbers, as kernels compute it (`_minmax`)."""
     return x if x < y or y != y else y
@@ -618,63 +355,6 @@ def _max_partials(a, out):
     return [select(takes_y, 0.0, 1.0), select(takes_y, 1.0, 0.0)]
 
 
-def _lower_abs(b, a, ti, to):
-    if to.is_float:
-        return _intrinsic(b, 'fabs', to.llvm, a)
-    if not to.signed:
-        return a[0]
-    neg = b.icmp_signed('<', a[0], llir.Constant(to.llvm, 0))
-    return b.select(neg, b.neg(a[0]), a[0])
-
-
-def _lower_neg(b, a, ti, to):
-    return b.fneg(a[0]) if to.is_float else b.neg(a[0])
-
-
-def _lower_rsqrt(b, a, ti, to):
-    return b.fdiv(llir.Constant(to.llvm, 1.0), _intrinsic(b, 'sqrt', to.llvm, a))
-
-
-def _logical(fn):
-    def lower(b, a, ti, to):
-        bits = [b.icmp_signed('!=', x, llir.Constant(x.type, 0)) for x in a]
-        return b.zext(fn(b, *bits), to.llvm)
-    return lower
-
-
-def lower_cast(b, x, src, dst):
-    if src is dst:
-        return x
-    if src.is_float and dst.is_float:
-        return b.fpext(x, dst.llvm) if dst.bits > src.bits else b.fptrunc(x, dst.llvm)
-    if src.is_float:
-        return float_to_int(b, x, dst)
-    if dst.is_float:
-        return b.sitofp(x, dst.llvm) if src.signed else b.uitofp(x, dst.llvm)
-    if dst.bits > src.bits:
-        return b.sext(x, dst.llvm) if src.signed else b.zext(x, dst.llvm)
-    if dst.bits < src.bits:
-        return b.trunc(x, dst.llvm)
-    return x
-
-
-def float_to_int(b, x, dst):
-    """Truncation toward zero, saturated at the type's limits, NaN -> 0 (C leaves NaN and
-    values out of range undefined: an index cast from a NaN could be anything)."""
-    kind = 'fptosi' if dst.signed else 'fptoui'
-    full = f'llvm.{kind}.sat.i{dst.bits}.{"f32" if isinstance(x.type, llir.FloatType) else "f64"}'
-    fn = b.module.globals.get(full)
-    if fn is None:
-        fn = llir.Function(b.module, llir.FunctionType(dst.llvm, [x.type]), name=full)
-    return b.call(fn, [x])
-
-
-def _shift_amount(b, amount, to):
-    """A shift by the type's width or more is undefined in C and LLVM: the amount is taken
-    modulo the width, as x86 does (x << 33 is x << 1 for 32 bits)."""
-    return b.and_(amount, llir.Constant(amount.type, to.bits - 1))
-
-
 def _py_floordiv(a, b):
     return a // b
 
@@ -688,71 +368,61 @@ def _sign(x):
 
 
 # ----------------------------------------------------------------------------
-# The table. Partials are written with the same arithmetic users write.
+# The table: per op its arity, type rule, Python evaluation and partials, written with
+# the same arithmetic users write (engine/llvm_ops.py lowers each to LLVM).
 
-_def('add', 2, 'same', _arith('fadd', 'add'), lambda a, b: a + b,
-     lambda a, out: [1.0, 1.0])
-_def('sub', 2, 'same', _arith('fsub', 'sub'), lambda a, b: a - b,
-     lambda a, out: [1.0, -1.0])
-_def('mul', 2, 'same', _arith('fmul', 'mul'), lambda a, b: a * b,
-     lambda a, out: [a[1], a[0]])
-_def('truediv', 2, 'float', _arith('fdiv', 'sdiv', 'udiv'), lambda a, b: a / b,
-     lambda a, out: [1.0 / a[1], -out / a[1]])
-_def('floordiv', 2, 'same', _lower_floordiv, _py_floordiv, lambda a, out: [None, None])
-_def('mod', 2, 'same', _lower_mod, lambda a, b: a % b,
-     lambda a, out: [1.0, -unary('floor', a[0] / a[1])])
-_def('pow', 2, 'same', _lower_pow, lambda a, b: a ** b,
+_def('add', 2, 'same', lambda a, b: a + b, lambda a, out: [1.0, 1.0])
+_def('sub', 2, 'same', lambda a, b: a - b, lambda a, out: [1.0, -1.0])
+_def('mul', 2, 'same', lambda a, b: a * b, lambda a, out: [a[1], a[0]])
+_def('truediv', 2, 'float', lambda a, b: a / b, lambda a, out: [1.0 / a[1], -out / a[1]])
+_def('floordiv', 2, 'same', _py_floordiv, lambda a, out: [None, None])
+_def('mod', 2, 'same', lambda a, b: a % b, lambda a, out: [1.0, -unary('floor', a[0] / a[1])])
+_def('pow', 2, 'same', lambda a, b: a ** b,
      lambda a, out: [a[1] * power(a[0], a[1] - 1),
                      select(a[0] > 0, out * unary('log', a[0]), 0.0)])
 # the gradient goes to the operand returned: never to a NaN that lost
-_def('min', 2, 'same', _minmax('min'), py_min, _min_partials, guard='one_operand')
-_def('max', 2, 'same', _minmax('max'), py_max, _max_partials, guard='one_operand')
-_def('atan2', 2, 'float', _math('atan2'), pymath.atan2,
+_def('min', 2, 'same', py_min, _min_partials, guard='one_operand')
+_def('max', 2, 'same', py_max, _max_partials, guard='one_operand')
+_def('atan2', 2, 'float', pymath.atan2,
      lambda a, out: [a[1] / (a[0] * a[0] + a[1] * a[1]), -a[0] / (a[0] * a[0] + a[1] * a[1])])
 for _name, _fn in (('lt', lambda a, b: a < b), ('le', lambda a, b: a <= b),
                    ('gt', lambda a, b: a > b), ('ge', lambda a, b: a >= b),
                    ('eq', lambda a, b: a == b), ('ne', lambda a, b: a != b)):
-    _def(_name, 2, 'bool', _cmp(_name), _py_cmp(_fn))
-_def('logical_and', 2, 'bool', _logical(lambda b, x, y: b.and_(x, y)), lambda a, b: int(bool(a and b)))
-_def('logical_or', 2, 'bool', _logical(lambda b, x, y: b.or_(x, y)), lambda a, b: int(bool(a or b)))
-_def('logical_not', 1, 'bool', _logical(lambda b, x: b.not_(x)), lambda a: int(not a))
-_def('bit_and', 2, 'int', lambda b, a, ti, to: b.and_(*a), lambda a, b: a & b)
-_def('bit_or', 2, 'int', lambda b, a, ti, to: b.or_(*a), lambda a, b: a | b)
-_def('bit_xor', 2, 'int', lambda b, a, ti, to: b.xor(*a), lambda a, b: a ^ b)
-_def('shl', 2, 'int', lambda b, a, ti, to: b.shl(a[0], _shift_amount(b, a[1], to)), lambda a, b: a << b)
-_def('shr', 2, 'int', lambda b, a, ti, to: (b.ashr if to.signed else b.lshr)(a[0], _shift_amount(b, a[1], to)),
-     lambda a, b: a >> b)
-_def('bit_not', 1, 'int', lambda b, a, ti, to: b.not_(a[0]), lambda a: ~a)
+    _def(_name, 2, 'bool', _py_cmp(_fn))
+_def('logical_and', 2, 'bool', lambda a, b: int(bool(a and b)))
+_def('logical_or', 2, 'bool', lambda a, b: int(bool(a or b)))
+_def('logical_not', 1, 'bool', lambda a: int(not a))
+_def('bit_and', 2, 'int', lambda a, b: a & b)
+_def('bit_or', 2, 'int', lambda a, b: a | b)
+_def('bit_xor', 2, 'int', lambda a, b: a ^ b)
+_def('shl', 2, 'int', lambda a, b: a << b)
+_def('shr', 2, 'int', lambda a, b: a >> b)
+_def('bit_not', 1, 'int', lambda a: ~a)
 
-_def('neg', 1, 'same', _lower_neg, lambda a: -a, lambda a, out: [-1.0])
-_def('abs', 1, 'same', _lower_abs, builtins.abs, lambda a, out: [_sign(a[0])])
-_def('sin', 1, 'float', _math('sin'), pymath.sin, lambda a, out: [unary('cos', a[0])])
-_def('cos', 1, 'float', _math('cos'), pymath.cos, lambda a, out: [-unary('sin', a[0])])
-_def('tan', 1, 'float', _math('tan'), pymath.tan, lambda a, out: [1.0 + out * out])
-_def('asin', 1, 'float', _math('asin'), pymath.asin,
-     lambda a, out: [unary('rsqrt', 1.0 - a[0] * a[0])])
-_def('acos', 1, 'float', _math('acos'), pymath.acos,
-     lambda a, out: [-unary('rsqrt', 1.0 - a[0] * a[0])])
-_def('atan', 1, 'float', _math('atan'), pymath.atan, lambda a, out: [1.0 / (1.0 + a[0] * a[0])])
-_def('tanh', 1, 'float', _math('tanh'), pymath.tanh, lambda a, out: [1.0 - out * out])
-_def('exp', 1, 'float', _math('exp'), pymath.exp, lambda a, out: [out])
-_def('log', 1, 'float', _math('log'), pymath.log, lambda a, out: [1.0 / a[0]])
-_def('sqrt', 1, 'float', _math('sqrt'), pymath.sqrt, lambda a, out: [0.5 / out])
-_def('rsqrt', 1, 'float', _lower_rsqrt, lambda a: 1.0 / pymath.sqrt(a),
-     lambda a, out: [-0.5 * out / a[0]])
-_def('floor', 1, 'float', _math('floor'), lambda a: float(pymath.floor(a)), lambda a, out: [None])
-_def('ceil', 1, 'float', _math('ceil'), lambda a: float(pymath.ceil(a)), lambda a, out: [None])
-_def('round', 1, 'float', _math('round'), lambda a: float(pymath.floor(a + 0.5)) if a >= 0 else -float(pymath.floor(-a + 0.5)),
+_def('neg', 1, 'same', lambda a: -a, lambda a, out: [-1.0])
+_def('abs', 1, 'same', builtins.abs, lambda a, out: [_sign(a[0])])
+_def('sin', 1, 'float', pymath.sin, lambda a, out: [unary('cos', a[0])])
+_def('cos', 1, 'float', pymath.cos, lambda a, out: [-unary('sin', a[0])])
+_def('tan', 1, 'float', pymath.tan, lambda a, out: [1.0 + out * out])
+_def('asin', 1, 'float', pymath.asin, lambda a, out: [unary('rsqrt', 1.0 - a[0] * a[0])])
+_def('acos', 1, 'float', pymath.acos, lambda a, out: [-unary('rsqrt', 1.0 - a[0] * a[0])])
+_def('atan', 1, 'float', pymath.atan, lambda a, out: [1.0 / (1.0 + a[0] * a[0])])
+_def('tanh', 1, 'float', pymath.tanh, lambda a, out: [1.0 - out * out])
+_def('exp', 1, 'float', pymath.exp, lambda a, out: [out])
+_def('log', 1, 'float', pymath.log, lambda a, out: [1.0 / a[0]])
+_def('sqrt', 1, 'float', pymath.sqrt, lambda a, out: [0.5 / out])
+_def('rsqrt', 1, 'float', lambda a: 1.0 / pymath.sqrt(a), lambda a, out: [-0.5 * out / a[0]])
+_def('floor', 1, 'float', lambda a: float(pymath.floor(a)), lambda a, out: [None])
+_def('ceil', 1, 'float', lambda a: float(pymath.ceil(a)), lambda a, out: [None])
+_def('round', 1, 'float', lambda a: float(pymath.floor(a + 0.5)) if a >= 0 else -float(pymath.floor(-a + 0.5)),
      lambda a, out: [None])
 
 # select(cond, a, b) and cast are built by `select` and `cast` above; integer
 # results of a cast carry no gradient, which the autodiff passes see from the type.
-_def('cast', 1, 'same', lambda b, a, ti, to: lower_cast(b, a[0], ti, to), None,
-     lambda a, out: [1.0])
-_def('select', 3, 'same', lambda b, a, ti, to: b.select(b.icmp_signed('!=', a[0], llir.Constant(a[0].type, 0)), a[1], a[2]),
-     lambda c, a, b: a if c else b,
+_def('cast', 1, 'same', None, lambda a, out: [1.0])
+_def('select', 3, 'same', lambda c, a, b: a if c else b,
      lambda a, out: [None, select(a[0], 1.0, 0.0), select(a[0], 0.0, 1.0)], guard='one_operand')
 
 
 # ti.stop_grad(x): the value passes, its gradient does not.
-_def('stop_grad', 1, 'same', lambda b, a, ti, to: a[0], lambda a: a, lambda a, out: [None])
+_def('stop_grad', 1, 'same', lambda a: a, lambda a, out: [None])

@@ -24,6 +24,7 @@ fields with atomic adds:
 from . import dtypes as T
 from . import ops
 from .errors import AutodiffError
+from .finite import finite_partials
 from .refusals import refuse
 from .fields import Field
 from .ir import Block, Builder, Identity, building, used_from_outside, walk
@@ -48,7 +49,7 @@ def adjoint_of_jump_free(body, constant=False):
     """`adjoint` of IR whose loops do not jump (engine/jumps.py made it so)."""
     rp = ReversePass()
     rp.constant = constant
-    rp.finite = ops.finite_partials(body)
+    rp.finite = finite_partials(body)
     return rp.run(body)
 
 
@@ -70,7 +71,7 @@ class ReversePass:
         self.stale = set()            # kernel-scope locals a parallel loop accumulated into
         self.snapshots = {}           # loop -> [(outer local, key of its value at loop start)]
         self.constant = False         # no adjoint flows (a no_grad kernel's stores)
-        self.finite = frozenset()     # statements whose partials need no NaN guard (ops.finite_partials)
+        self.finite = frozenset()     # statements whose partials need no NaN guard (finite.py)
 
     def run(self, body):
         with building(self.out):

@@ -712,9 +712,9 @@ def test_bad_arguments_to_the_ad_api_get_clear_errors(f64):
 
 
 def test_nan_guards_only_where_a_partial_can_be_non_finite(f64):
-    # ops.finite_partials: a product of values that no division, sqrt, log, ... fed has
+    # finite.finite_partials: a product of values that no division, sqrt, log, ... fed has
     # finite partials, so its chain terms need no guard; sqrt's (0.5 / sqrt) keeps one
-    from engine import ops, reverse
+    from engine import finite as finite_module, reverse
     from engine.ir import walk
     x = ti.field(float, shape=2, needs_grad=True)
     y = ti.field(float, shape=2, needs_grad=True)
@@ -735,10 +735,10 @@ def test_nan_guards_only_where_a_partial_can_be_non_finite(f64):
     x.from_numpy(np.array([0.25, -1.0]))
     k()
     body = k.compiled(()).body
-    finite = {s.op for s in ops.finite_partials(body)}
+    finite = {s.op for s in finite_module.finite_partials(body)}
     assert {'mul', 'add', 'sin'} <= finite and 'sqrt' not in finite
     bounded()
-    cleared = {s.op for s in ops.finite_partials(bounded.compiled(()).body)}
+    cleared = {s.op for s in finite_module.finite_partials(bounded.compiled(()).body)}
     assert {'truediv', 'rsqrt', 'sqrt'} <= cleared
     guarded = {s.args[2].args[1].op if s.args[2].args[1].op != 'const' else 'const'
                for s in walk(reverse.adjoint(body)) if s.attrs.get('nan_guard')}
