@@ -1,32 +1,35 @@
 """`import engine as ti`: a differentiable kernel language with Taichi's API."""
-from . import ad, dtypes, profiler
-from .errors import (TaichiAssertionError, TaichiCompilationError, TaichiIndexError, TaichiInitError,
-                     TaichiNameError, TaichiNotImplementedError, TaichiRuntimeError, TaichiSyntaxError,
-                     TaichiTypeError)
-from .errors import USER_ERRORS as _USER_ERRORS, user_frames_only as _user_frames_only
-from .fields import ComponentField, Field, Ndarray, ndarray
-from .placement import Layout, axes, field, i, ij, ijk, ijkl, ik, j, jk, k, l, root  # noqa: E741
-from .ad import Tape, clear_all_gradients
-from .frontend import (atomic_add, atomic_and, atomic_max, atomic_min, atomic_or,
-                       atomic_sub, atomic_xor, block_local, func, grouped, loop_config, ndrange,
-                       static, static_assert, static_print, stop_grad, template)
-from .kernels import Kernel, NdarrayType, data_oriented, kernel
-from .linalg import eig, polar_decompose, solve, svd, sym_eig
-from .math import assume_in_range, bit_shr, one, raw_div, raw_mod, zero
-from .math import (abs, acos, asin, atan2, bit_and, bit_or, bit_xor, cast, ceil, cos,
-                   exp, floor, log, max, min, pow, random, randn, round, rsqrt, select, sin,
-                   sqrt, tan, tanh)
+from .runtime import ad, profiler
+from .core import dtypes
+from .core.errors import (TaichiAssertionError, TaichiCompilationError, TaichiIndexError, TaichiInitError,
+                          TaichiNameError, TaichiNotImplementedError, TaichiRuntimeError, TaichiSyntaxError,
+                          TaichiTypeError)
+from .core.errors import USER_ERRORS as _USER_ERRORS, user_frames_only as _user_frames_only
+from .lang.fields import ComponentField, Field, Ndarray, ndarray
+from .lang.placement import Layout, axes, field, i, ij, ijk, ijkl, ik, j, jk, k, l, root  # noqa: E741
+from .runtime.ad import Tape, clear_all_gradients
+from .lang.frontend import (atomic_add, atomic_and, atomic_max, atomic_min, atomic_or, atomic_sub, atomic_xor,
+                            block_local, func, grouped, loop_config, ndrange, static, static_assert,
+                            static_print, stop_grad, template)
+from .runtime.kernels import Kernel, NdarrayType, data_oriented, kernel
+from .lang.linalg import eig, polar_decompose, solve, svd, sym_eig
+from .lang.math import assume_in_range, bit_shr, one, raw_div, raw_mod, zero
+from .lang.math import (abs, acos, asin, atan2, bit_and, bit_or, bit_xor, cast, ceil, cos, exp, floor, log,
+                        max, min, pow, random, randn, round, rsqrt, select, sin, sqrt, tan, tanh)
 from .gui import GUI, hex_to_rgb, rgb_to_hex
 from . import tools, types
-from .pyfunc import pyfunc
-from .matrix import Matrix, Vector
-from .structs import Struct, StructType, dataclass
-from .struct_fields import StructField
-from .replay import CaptureError, capture
-from .program import init as _init, reset as _reset
-from .dtypes import (f32, f64, float32, float64, i8, i16, i32, i64, int8, int16, int32, int64, u8,
-                     u16, u32, u64, uint8, uint16, uint32, uint64)
-from .program import set_logging_level
+from .lang import linalg, math  # ti.math, ti.linalg
+from .backend import cache as _cache
+from .unsupported import refuse as _refuse
+from .lang.pyfunc import pyfunc
+from .lang.matrix import Matrix, Vector
+from .lang.structs import Struct, StructType, dataclass
+from .lang.struct_fields import StructField
+from .runtime.replay import CaptureError, capture
+from .core.program import init as _init, reset as _reset
+from .core.dtypes import (f32, f64, float32, float64, i8, i16, i32, i64, int8, int16, int32, int64, u8, u16,
+                          u32, u64, uint8, uint16, uint32, uint64)
+from .core.program import set_logging_level
 
 # The Taichi release whose API the engine follows (programs compare it with a tuple, as
 # Taichi's is); the engine's own version is its package's (pyproject.toml).
@@ -60,7 +63,7 @@ class MatrixField(metaclass=_FieldKind):
 
 def init(arch=None, **kwargs):
     """Start a fresh program: drops all fields and compiled kernels. Taichi's keywords are
-    accepted (engine/options.py says which apply here), an unknown one is a TypeError."""
+    accepted (engine/core/options.py says which apply here), an unknown one is a TypeError."""
     try:
         _init(arch, **kwargs)
     except _USER_ERRORS as exc:
@@ -79,8 +82,7 @@ def sync():
 def clear_cache(path=None):
     """Delete the compiled kernels on disk (the directory of ti.init's offline_cache_file_path,
     $ENGINE_CACHE_DIR or ~/.cache/engine-kernels); returns how many entries were removed."""
-    from . import cache
-    return cache.clear(path)
+    return _cache.clear(path)
 
 
 class extension:
@@ -109,5 +111,4 @@ def is_extension_supported(arch, ext):
 
 def __getattr__(name):
     """Taichi's names this engine lacks fail with what they are (engine/unsupported.py)."""
-    from .unsupported import refuse
-    refuse(name)
+    _refuse(name)

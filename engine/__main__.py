@@ -3,7 +3,8 @@ is this engine). `python -m engine clear-cache|cache-info [DIR]`: the compile ca
 import pathlib
 import sys
 
-from . import cache
+from .backend import cache
+from .taichi_shim import run_script
 
 USAGE = 'usage: python -m engine run SCRIPT [ARGS...] | clear-cache [DIR] | cache-info [DIR]'
 
@@ -14,7 +15,6 @@ def main(argv):
         if len(argv) < 2:
             print('usage: python -m engine run SCRIPT [ARGS...]', file=sys.stderr)
             return 2
-        from .taichi_shim import run_script
         return run_script(argv[1], argv[2:])
     directory = pathlib.Path(argv[1] if len(argv) > 1 else cache.default_dir())
     if command == 'clear-cache':

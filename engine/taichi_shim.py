@@ -7,15 +7,23 @@ import os
 import runpy
 import sys
 
+from .core.errors import full_traceback
+from .unsupported import MISSING
+
+
+# Taichi's modules that programs import (`import taichi.math as tm`), and the engine's
+PUBLIC_MODULES = {'math': 'engine.lang.math', 'linalg': 'engine.lang.linalg', 'ad': 'engine.runtime.ad',
+                  'profiler': 'engine.runtime.profiler', 'types': 'engine.types', 'tools': 'engine.tools'}
+
 
 class _TaichiAlias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """Finds `taichi` and `taichi.X` as `engine` and `engine.X`."""
+    """Finds `taichi` as `engine` and `taichi.X` as the engine's module for X."""
 
     def find_spec(self, fullname, path=None, target=None):
         if fullname != 'taichi' and not fullname.startswith('taichi.'):
             return None
-        real = 'engine' + fullname[len('taichi'):]
-        if importlib.util.find_spec(real) is None:
+        real = 'engine' if fullname == 'taichi' else PUBLIC_MODULES.get(fullname[len('taichi.'):])
+        if real is None:
             return _refuse_missing(fullname)
         return importlib.util.spec_from_loader(fullname, self, origin=real)
 
@@ -32,7 +40,6 @@ class _TaichiAlias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 def _refuse_missing(fullname):
     """`import taichi.ui` of a Taichi module the engine lacks: an ImportError saying what it
     is (engine/unsupported.py); other unknown names are left to the import system."""
-    from .unsupported import MISSING
     parts = fullname.split('.')
     if len(parts) > 1 and parts[1] in MISSING:
         raise ModuleNotFoundError(f'{fullname} is not supported by this engine: {MISSING[parts[1]]} '
@@ -75,7 +82,6 @@ def run_script(script, args):
         code = exit_.code
         return code if isinstance(code, int) else (0 if code is None else 1)
     except Exception as exc:        # shown as `python script` shows it: from its frames on
-        from .errors import full_traceback
         if not full_traceback():
             exc.__traceback__ = _from_the_script(exc.__traceback__, os.path.abspath(script))
         sys.excepthook(type(exc), exc, exc.__traceback__)

@@ -1,11 +1,12 @@
 """`ti.types`, also a module (`from taichi.types import ndarray, template`): the types of
 kernel signatures, fields and ndarrays, and Taichi's names of the scalar types."""
-from .dtypes import (f32, f64, float32, float64, i8, i16, i32, i64, int8, int16, int32, int64,  # noqa: F401
-                     u8, u16, u32, u64, uint8, uint16, uint32, uint64)
-from .frontend import template  # noqa: F401
-from .kernels import NdarrayType as ndarray  # noqa: F401
-from .math import MatrixType, VectorType
-from .structs import StructType
+from .core.dtypes import (f32, f64, float32, float64, i8, i16, i32, i64, int8, int16, int32, int64, u8, u16,
+                          u32, u64, uint8, uint16, uint32, uint64)
+from .lang.frontend import template  # noqa: F401
+from .runtime.kernels import NdarrayType as ndarray  # noqa: F401
+from .lang.math import MatrixType, VectorType
+from .lang.structs import StructType
+from .unsupported import refuse
 
 
 def vector(n, dtype=float):
@@ -18,11 +19,10 @@ def matrix(n, m, dtype=float):
 
 
 def struct(**members):
-    """`ti.types.struct(a=ti.f32, v=ti.math.vec3)`: a struct type (engine/structs.py)."""
+    """`ti.types.struct(a=ti.f32, v=ti.math.vec3)`: a struct type (engine/lang/structs.py)."""
     return StructType(members)
 
 
 def __getattr__(name):
     """Taichi's types this engine lacks fail saying what they are (engine/unsupported.py)."""
-    from .unsupported import refuse
     refuse(name, 'ti.types')

@@ -22,7 +22,7 @@ _STARTED = time.perf_counter()
 import numpy as np  # noqa: E402
 
 import engine as ti  # noqa: E402
-from engine import pipeline  # noqa: E402
+from engine.runtime import pipeline  # noqa: E402
 
 _ENGINE_IMPORT_S = time.perf_counter() - _STARTED
 
@@ -219,7 +219,7 @@ def bench_compile():
 
 def run_simulator(name, threads, quick, cache_dir, iterations=3, rules=True, bounds=True):
     """In this process: start-up, first iteration, compile time, steady iterations
-    (`rules=False`: with the global data access rules unchecked, engine/rules.py;
+    (`rules=False`: with the global data access rules unchecked, engine/autodiff/rules.py;
     `bounds=False`: without index checks, as ti.init(check_bounds=False))."""
     start = time.perf_counter()
     import sims
@@ -228,7 +228,7 @@ def run_simulator(name, threads, quick, cache_dir, iterations=3, rules=True, bou
     imported = time.perf_counter()
     os.environ['ENGINE_CACHE_DIR'] = cache_dir      # read by the ti.init that create() calls
     sim = sim_class.create(quick=quick, threads=threads)
-    from engine import program
+    from engine.core import program
     if not rules:
         program.current().config.ad_validation = False
     if not bounds:                  # before the first iteration compiles the kernels

@@ -27,7 +27,7 @@ FLAGS = ['--quick', '--seed', '0', '--threads', '1', '--quiet']
 
 def host():
     """What decides the last bits of the losses besides the source: the CPU and LLVM."""
-    from engine import jit
+    from engine.backend.cpu import jit
     return jit.host_description()
 
 

@@ -10,7 +10,8 @@ import sys
 
 from tqdm import tqdm
 
-from engine import cache, pipeline
+from engine.backend import cache
+from engine.runtime import pipeline
 
 
 def compile_counts():

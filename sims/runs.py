@@ -51,7 +51,7 @@ def save_arrays(path, arrays, **named):
 def engine_version():
     """The package version, and a hash of what decides the compiled code (the engine's
     source, LLVM and the CPU): two runs with the same hash compute the same numbers."""
-    from engine import cache
+    from engine.backend import cache
     try:
         version = importlib.metadata.version('difftaichi-engine')
     except importlib.metadata.PackageNotFoundError:

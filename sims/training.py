@@ -15,7 +15,7 @@ import signal
 import threading
 import time
 
-from engine import program
+from engine.core import program
 
 from . import optimizers, runs
 from .progress import LogProgress, compile_counts, compile_report

@@ -17,11 +17,11 @@ def kernel_cache_dir(tmp_path_factory):
     os.environ['ENGINE_CACHE_DIR'] = str(tmp_path_factory.mktemp('kernel-cache'))
 
 
-# Every compile verifies its IR after each stage (engine/verify.py): as built, simplified,
+# Every compile verifies its IR after each stage (engine/ir/verify.py): as built, simplified,
 # differentiated; child processes inherit it.
 os.environ.setdefault('ENGINE_VERIFY_IR', '1')
 
-# Every launch on a tape is checked for the global data access rules (engine/rules.py),
+# Every launch on a tape is checked for the global data access rules (engine/autodiff/rules.py),
 # not only the first of each kernel with each arguments; child processes inherit it.
 os.environ.setdefault('ENGINE_AD_VALIDATION', 'always')
 

@@ -91,8 +91,8 @@ def test_transposed_reads_on_two_threads_give_the_analytic_gradient_every_time()
 
 _SHIFTED_PROGRAM = """
 import numpy as np, engine as ti
-from engine.ir import walk
-from engine import pipeline
+from engine.ir.nodes import walk
+from engine.runtime import pipeline
 ti.init(default_fp=ti.f64, cpu_max_num_threads=2)
 n = 200_000
 p = ti.field(float, shape=(2, n), needs_grad=True)
@@ -714,8 +714,8 @@ def test_bad_arguments_to_the_ad_api_get_clear_errors(f64):
 def test_nan_guards_only_where_a_partial_can_be_non_finite(f64):
     # finite.finite_partials: a product of values that no division, sqrt, log, ... fed has
     # finite partials, so its chain terms need no guard; sqrt's (0.5 / sqrt) keeps one
-    from engine import finite as finite_module, reverse
-    from engine.ir import walk
+    from engine.autodiff import finite as finite_module, reverse
+    from engine.ir.nodes import walk
     x = ti.field(float, shape=2, needs_grad=True)
     y = ti.field(float, shape=2, needs_grad=True)
 
@@ -752,8 +752,8 @@ def test_nan_guards_of_an_inlined_gradient_see_its_arguments(f64):
     # the arguments of an inlined ti.ad.grad are bounded like the function's own values: an
     # expression of field values is finite, so floors on the divisor and the log's argument
     # clear every chain term (sims/fem); a value built from log(0) outside keeps the guards
-    from engine import ops
-    from engine.ir import walk
+    from engine.ir import ops
+    from engine.ir.nodes import walk
     x = ti.field(float, shape=3)
     s = ti.field(float, shape=3)
     out = ti.field(float, shape=3)

@@ -4,7 +4,7 @@
   kernel.grad() or at the exit of a Tape that recorded it, once;
 * a loss that is not a 0-D field is refused by ti.ad.Tape;
 * constructs the adjoint pass cannot handle (the old value of an atomic, ...)
-  raise engine.errors.AutodiffError (engine/refusals.py) naming the user's file and line, also from
+  raise engine.core.errors.AutodiffError (engine/autodiff/refusals.py) naming the user's file and line, also from
   inside loops with `break`; `while`, `break` and `continue` differentiate.
 """
 import inspect
@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 import engine as ti
-from engine import pipeline
-from engine.errors import AutodiffError
+from engine.runtime import pipeline
+from engine.core.errors import AutodiffError
 
 from ad_helpers import f64  # noqa: F401
 

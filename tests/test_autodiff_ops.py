@@ -1,6 +1,6 @@
 """Reverse-mode derivative rules of the op table, checked by finite differences.
 
-Every op of `engine.ops.OPS` that has a `partials` rule gets one kernel,
+Every op of `engine.ir.ops.OPS` that has a `partials` rule gets one kernel,
 vectorized over N random inputs in the op's domain (away from kinks and
 discontinuities): y[i] = f(a[i], b[i], c[i]). The adjoint kernel (`k.grad()`)
 with y.grad = w (random weights) must give a.grad = w * df/da (and so on for b
@@ -19,8 +19,8 @@ import numpy as np
 import pytest
 
 import engine as ti
-from engine import ops
-from engine.ir import walk
+from engine.ir import ops
+from engine.ir.nodes import walk
 
 from ad_helpers import assert_grad_close
 

@@ -4,7 +4,7 @@ finite differences.
 
 test_generated_programs checks about 530 programs (21 cases of about 22, and 5 small cases
 whose Hessians are checked too and which are compared with the IR interpreter) in a child process
-in which every parallel loop is split across 2 threads (engine/threadpool.py sends a loop to
+in which every parallel loop is split across 2 threads (engine/backend/cpu/threadpool.py sends a loop to
 the pool only above ~10 us of measured work; the child lowers that to 0 before the pool is
 built, which only a fresh process can do). test_parallel_adjoints_do_not_race runs large
 transposed / shifted parallel loops on 2 threads and compares their gradients and tangents
@@ -21,7 +21,7 @@ Environment switches (all optional):
   AUTODIFF_FUZZ_SHRINK=1      let hypothesis shrink a failing case (slow: every step compiles)
   AUTODIFF_GRAMMAR_EXCLUDE=a,b  leave constructs out while a known bug is open (kernel_grammar.py)
   AUTODIFF_ORACLES=interpret  also compare with `ti.init(interpret=True)` (default: when
-                              engine/interpret.py exists), on the small cases (those whose
+                              engine/backend/interpret.py exists), on the small cases (those whose
                               Hessians are checked) or every AUTODIFF_ORACLE_EVERY-th case
 
 A failing case can be rerun alone: `python tests/test_autodiff_properties.py case.py`.
@@ -42,7 +42,7 @@ if HERE not in sys.path:
     sys.path.insert(0, HERE)
 
 import engine as ti                                     # noqa: E402
-from engine import threadpool                           # noqa: E402
+from engine.backend.cpu import threadpool  # noqa: E402
 from ad_helpers import generated_source_path             # noqa: E402
 from kernel_grammar import N, case_source, race_source  # noqa: E402
 
@@ -372,10 +372,10 @@ def compare_oracles(a, b, what='interpreted'):
 
 def second_oracles():
     """Engine configurations compared with the native one on a subset of cases: the IR
-    interpreter once engine/interpret.py exists (AUTODIFF_ORACLES= turns it off)."""
+    interpreter once engine/backend/interpret.py exists (AUTODIFF_ORACLES= turns it off)."""
     wanted = os.environ.get('AUTODIFF_ORACLES')
     if wanted is None:
-        wanted = 'interpret' if importlib.util.find_spec('engine.interpret') is not None else ''
+        wanted = 'interpret' if importlib.util.find_spec('engine.backend.interpret') is not None else ''
     return [{name: True} for name in filter(None, wanted.split(','))]
 
 

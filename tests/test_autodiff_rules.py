@@ -151,7 +151,7 @@ def _two_kernels(second_body):
 
 def test_a_later_kernel_mutating_what_an_earlier_one_read_gets_the_right_gradient():
     # `second` accumulates into x after `first` read it: the tape saves x before `second`
-    # and puts it back for `first`'s backward pass (engine/rules.py)
+    # and puts it back for `first`'s backward pass (engine/autodiff/rules.py)
     x = _two_kernels('mutate input')
     assert x.to_numpy().tolist() == [1.5, 0.0, 3.0, 4.0]     # the forward result stays
     assert x.grad.to_numpy().tolist() == [1.0, 1.0, 1.0, 1.0]

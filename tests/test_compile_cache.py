@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 import engine as ti
-from engine import cache, pipeline
+from engine.backend import cache
+from engine.runtime import pipeline
 
 SOURCE = '''
 import engine as ti
@@ -132,7 +133,7 @@ def test_a_new_process_starts_without_compiling(tmp_path, module_file):
     script = textwrap.dedent(f'''
         import runpy, sys
         import engine as ti
-        from engine import pipeline
+        from engine.runtime import pipeline
         ti.init(offline_cache_file_path={str(tmp_path / "c")!r})
         ns = runpy.run_path({str(module_file)!r})
         ns['fill'](0.5)

@@ -1,10 +1,10 @@
-"""engine/simplify.py (merge_common): repeated reads and values merged before differentiation, and only where exact."""
+"""engine/ir/simplify.py (merge_common): repeated reads and values merged before differentiation, and only where exact."""
 import numpy as np
 import pytest
 
 import engine as ti
 from ad_helpers import fd_check, set_field
-from engine.ir import walk
+from engine.ir.nodes import walk
 
 
 @pytest.fixture

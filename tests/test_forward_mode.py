@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 
 import engine as ti
-from engine.errors import AutodiffError
-from engine.ir import walk
+from engine.core.errors import AutodiffError
+from engine.ir.nodes import walk
 
 from ad_helpers import assert_grad_close, f64  # noqa: F401
 from test_autodiff_ops import CASES, SPECS, N, _inputs, elementwise_fd

@@ -1,4 +1,4 @@
-"""The IR interpreter (`ti.init(interpret=True)`, engine/interpret.py) against native code.
+"""The IR interpreter (`ti.init(interpret=True)`, engine/backend/interpret.py) against native code.
 
 Each scenario builds its fields and kernels from scratch and returns named arrays
 (values, gradients from ti.ad.Tape and kernel.grad, Jacobians from ti.ad.jacobian);
@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 
 import engine as ti
-from engine import interpret, pipeline
-from engine.ir import Block, Stmt
+from engine.backend import interpret
+from engine.runtime import pipeline
+from engine.ir.nodes import Block, Stmt
 
 N = 3
 

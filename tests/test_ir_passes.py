@@ -13,9 +13,12 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 import engine as ti
-from engine import cache, dtypes as T, forward, ops, printer, reverse, simplify
-from engine.ir import Block, Builder, building, walk
-from engine.verify import VerifyError, verify
+from engine.backend import cache
+from engine.core import dtypes as T
+from engine.autodiff import forward, reverse
+from engine.ir import ops, printer, simplify
+from engine.ir.nodes import Block, Builder, building, walk
+from engine.ir.verify import VerifyError, verify
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 if HERE not in sys.path:

@@ -9,12 +9,12 @@ differentiable ops, and never produces inf/NaN derivatives at edge cases.
 import numpy as np
 import pytest
 
-from engine import linalg
-from engine import ops
-from engine import dtypes as T
-from engine.errors import TaichiTypeError
-from engine.ir import Builder, building
-from engine.matrix import Matrix
+from engine.lang import linalg
+from engine.ir import ops
+from engine.core import dtypes as T
+from engine.core.errors import TaichiTypeError
+from engine.ir.nodes import Builder, building
+from engine.lang.matrix import Matrix
 
 
 def _rot3(axis, angle):
@@ -226,7 +226,7 @@ def _forward(op, a, out_t):
 
 
 def _partials(op, a, out):
-    """The engine's derivative rules (engine/ops.py), evaluated numerically."""
+    """The engine's derivative rules (engine/ir/ops.py), evaluated numerically."""
     if op in ('min', 'max'):
         first = (a[0] < a[1]) == (op == 'min')
         return float(first), float(not first)

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import engine as ti
-from engine import bounds, cache
+from engine.backend import bounds, cache
 
 
 def run_script(tmp_path, source, env=None, timeout=300):

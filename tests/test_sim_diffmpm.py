@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import engine as ti
-from engine import program
+from engine.core import program
 from scripts.diffmpm_memory import peak_memory
 from sim_helpers import check_simulation_gradient
 from sims import cli

@@ -15,7 +15,7 @@ import imageio.v2 as imageio
 import numpy as np
 import pytest
 
-from engine import program
+from engine.core import program
 from sim_helpers import check_simulation_gradient
 from sims import cli
 from sims.diffmpm3d import DiffMPM3D, robot_scene

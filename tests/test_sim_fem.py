@@ -13,7 +13,7 @@ import imageio.v2 as imageio
 import numpy as np
 import pytest
 
-import engine.program
+import engine.core.program
 from sim_helpers import check_simulation_gradient
 from sims.cli import main
 from sims.fem import FEM
@@ -30,7 +30,7 @@ _built = {}
 def built(**overrides):
     key = tuple(sorted(overrides.items()))
     sim = _built.get(key)
-    if sim is None or sim.loss.program is not engine.program.current():
+    if sim is None or sim.loss.program is not engine.core.program.current():
         sim = _built[key] = FEM.create(quick=True, **overrides)
     return sim
 

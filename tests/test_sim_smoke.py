@@ -11,7 +11,7 @@ import json
 import numpy as np
 import pytest
 
-import engine.program
+import engine.core.program
 from sim_helpers import check_simulation_gradient
 from sims.cli import main
 from sims.smoke import Smoke
@@ -26,7 +26,7 @@ _built = {}
 def built(**overrides):
     key = tuple(sorted(overrides.items()))
     sim = _built.get(key)
-    if sim is None or sim.loss.program is not engine.program.current():
+    if sim is None or sim.loss.program is not engine.core.program.current():
         sim = _built[key] = Smoke.create(quick=True, **overrides)
     return sim
 

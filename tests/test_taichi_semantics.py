@@ -348,7 +348,7 @@ def test_an_unknown_init_keyword_is_a_type_error_with_a_suggestion():
 
 
 def test_check_out_of_bound_maps_onto_check_bounds():
-    from engine import program
+    from engine.core import program
     ti.init(check_out_of_bound=False)
     assert not program.current().config.check_bounds
     ti.init(check_out_of_bound=False, debug=True)         # debug mode always checks
@@ -360,7 +360,7 @@ def test_check_out_of_bound_maps_onto_check_bounds():
 
 
 def test_environment_variables_fill_keywords_left_out(monkeypatch):
-    from engine import program
+    from engine.core import program
     monkeypatch.setenv('TI_KERNEL_PROFILER', '1')
     monkeypatch.setenv('TI_CHECK_OUT_OF_BOUND', '0')
     ti.init()
@@ -471,7 +471,7 @@ def test_full_tracebacks_on_request(monkeypatch):
 
 
 def test_engine_bugs_keep_their_full_traceback(ti_init, monkeypatch):
-    from engine import pipeline
+    from engine.runtime import pipeline
 
     def bug(*args):
         raise RuntimeError('an engine bug')

@@ -9,7 +9,7 @@ import time
 import numpy as np
 import pytest
 
-from engine import jit, threadpool
+from engine.backend.cpu import jit, threadpool
 
 TASKS_IR = """
 declare void @engine_parallel_for(ptr, ptr, i64, i64, i64, ptr)

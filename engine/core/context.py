@@ -1,0 +1,20 @@
+"""The engine's modes, in one object.
+
+Which program is current, whether a tape records launches, whether `ti.capture` records
+a function, whether forward mode computes tangents: every layer that behaves differently
+in a mode reads it here, so no module asks another (higher) one what is going on.
+"""
+
+
+class Context:
+    """What is in effect now. Set by the runtime layer (engine/core/program.py, tape.py,
+    replay.py, ad.py); read anywhere."""
+
+    def __init__(self):
+        self.program = None     # the Program of the last ti.init (engine/core/program.py)
+        self.tape = None        # the ti.ad.Tape recording launches (engine/runtime/tape.py)
+        self.capture = None     # the Recording of a function ti.capture records (engine/runtime/replay.py)
+        self.forward = None     # the ti.ad.FwdMode computing tangents (engine/runtime/ad.py)
+
+
+ctx = Context()

@@ -1,0 +1,193 @@
+"""The argument ABI: how a kernel's arguments are typed, keyed and laid out.
+
+A kernel's parameters are scalars, compounds (vector, matrix, struct: one slot per
+scalar), ndarrays (data pointer, shape, optional .grad pointer) and template arguments
+(compile-time values). `ArgLayout` places them in the launch buffer, 8-byte slots, and
+binds them to IR values when the kernel is built; `key_of` is what a compiled kernel is
+cached by.
+"""
+import inspect
+import sys
+
+import numpy as np
+
+from ..ir import ops
+from . import structs
+from ..core import dtypes as T
+from ..core.errors import ENGINE_DIR, SourceLocation, TaichiTypeError
+from .fields import Field, Ndarray
+from .frontend import NdarrayArg, Template
+
+
+class NdarrayType:
+    """`ti.types.ndarray(dtype=None, ndim=None, element_dim=None)`: a numpy array's last
+    `element_dim` axes (or those of a vector/matrix `dtype`) are its elements' components."""
+
+    def __init__(self, dtype=None, ndim=None, element_dim=None, element_shape=None, **_):
+        if isinstance(dtype, structs.StructType):
+            raise TaichiTypeError(f'ti.types.ndarray(dtype={dtype!r}): ndarrays of structs are not '
+                                  f'supported; use a struct field (S.field(shape=...)) or one ndarray per member')
+        self.dtype, self.ndim = dtype, ndim
+        if element_dim is None and isinstance(dtype, tuple) and dtype[0] in ('vector', 'matrix'):
+            element_dim = 1 if dtype[0] == 'vector' else 2
+        if element_dim is None and element_shape is not None:
+            element_dim = len(element_shape)
+        self.element_dim = element_dim or 0
+
+
+def element_shape_of(spec, value):
+    """The components of one element of an ndarray argument."""
+    if isinstance(value, Ndarray):
+        return value.element_shape
+    dims = spec.annotation.element_dim if isinstance(spec.annotation, NdarrayType) else 0
+    return tuple(as_array(value).shape[-dims:]) if dims else ()
+
+
+class ArgSpec:
+    def __init__(self, name, annotation):
+        self.name, self.annotation = name, annotation
+        if isinstance(annotation, Template) or annotation is Template:
+            self.kind = 'template'
+        elif isinstance(annotation, NdarrayType) or annotation is NdarrayType:
+            self.kind = 'ndarray'
+        elif structs.value_type(annotation) is not None:
+            if structs.kind_of(annotation) == 'tuple':
+                raise TaichiTypeError(f'kernel argument {name!r}: tuples are return types only; pass '
+                                      f'a vector or a struct')
+            self.kind = 'compound'      # a vector, matrix or struct: one slot per scalar
+        else:
+            if annotation is inspect.Parameter.empty or T.resolve(annotation) is None:
+                raise TaichiTypeError(f'kernel argument {name!r} needs a type annotation '
+                                      f'(ti.f32, ti.i32, ti.template(), ti.types.ndarray(), ...)')
+            self.kind = 'scalar'
+
+    @property
+    def dtype(self):
+        """Resolved per program: `float` means the default_fp of the current ti.init."""
+        return T.resolve(self.annotation) if self.kind == 'scalar' else None
+
+
+def scalar_format(dtype):
+    code = {('f', 32): 'f4x', ('f', 64): 'd'}.get(('f', dtype.bits)) if dtype.is_float else None
+    if code:
+        return code
+    letters = {8: 'b', 16: 'h', 32: 'i', 64: 'q'}
+    letter = letters[dtype.bits] if dtype.signed else letters[dtype.bits].upper()
+    return letter + 'x' * (8 - dtype.bits // 8)
+
+
+def as_array(value):
+    return value.data if isinstance(value, Ndarray) else value
+
+
+class ArgLayout:
+    """Where each argument lives in the launch buffer (8-byte slots)."""
+
+    def __init__(self, specs, args, return_type):
+        self.specs, self.args = specs, args
+        fmt, offset = '=', 0
+        self.scalar_positions, self.ndarrays = [], []
+        self.ndarray_params = {}
+        self.offsets = {}
+        self.compound = {}      # position -> (offset, slot types) of vector, matrix and struct arguments
+        for k, (spec, value) in enumerate(zip(specs, args)):
+            if spec.kind == 'scalar':
+                self.offsets[k] = offset
+                fmt += scalar_format(spec.dtype)
+                self.scalar_positions.append(k)
+                offset += 8
+            elif spec.kind == 'compound':
+                slots = structs.slot_types(spec.annotation)
+                self.compound[k] = (offset, slots)
+                fmt += ''.join(map(scalar_format, slots))
+                offset += 8 * len(slots)
+            elif spec.kind == 'ndarray':
+                array = as_array(value)
+                dtype = T.from_numpy(array.dtype)
+                element_shape = element_shape_of(spec, value)
+                ndim = array.ndim - len(element_shape)
+                has_grad = getattr(value, 'grad', None) is not None
+                grad_offset = offset + 8 * (1 + ndim) if has_grad else None
+                self.ndarray_params[k] = NdarrayArg(k, spec.name, dtype, ndim, element_shape,
+                                                    offset, grad_offset)
+                self.ndarrays.append((k, offset, ndim, grad_offset))
+                size = 8 * (1 + ndim + has_grad)
+                fmt += 'x' * size                  # filled by _pack_ndarrays
+                offset += size
+        self.scalar_format = fmt
+        self.ret_offset = offset
+        self.return_type = return_type
+        self.return_slots = structs.slot_types(return_type) if return_type is not None else []
+        self.size = offset + 8 * max(1, len(self.return_slots))
+        self._converters = {k: [float if t.is_float else int for t in slots]
+                            for k, (_, slots) in self.compound.items()}
+
+    def bind_params(self):
+        params = {}
+        for k, (spec, value) in enumerate(zip(self.specs, self.args)):
+            if spec.kind == 'scalar':
+                params[spec.name] = ops.emit('arg', (), spec.dtype, offset=self.offsets[k])
+            elif spec.kind == 'ndarray':
+                params[spec.name] = self.ndarray_params[k]
+            elif spec.kind == 'compound':
+                offset, slots = self.compound[k]
+                scalars = [ops.emit('arg', (), t, offset=offset + 8 * j) for j, t in enumerate(slots)]
+                params[spec.name] = structs.join(spec.annotation, iter(scalars))
+            else:
+                params[spec.name] = value
+        return params
+
+    def pack_values(self, args):
+        """The values a launch packs when there are compound arguments: their scalars, in
+        their slots among the scalar arguments."""
+        values = []
+        for k, spec in enumerate(self.specs):
+            if spec.kind == 'scalar':
+                values.append(args[k])
+            elif spec.kind == 'compound':
+                scalars = structs.split(spec.annotation, args[k])
+                values += [convert(x) for convert, x in zip(self._converters[k], scalars)]
+        return values
+
+
+def key_of(spec, value):
+    if spec.kind == 'ndarray':
+        array = as_array(value)
+        if not isinstance(array, np.ndarray):
+            return ('bad', type(value))
+        return (array.dtype.str, array.ndim, element_shape_of(spec, value), getattr(value, 'grad', None) is not None)
+    if isinstance(value, Field):
+        return value
+    if getattr(type(value), '_ti_data_oriented', False):
+        return Instance(value)
+    try:
+        hash(value)
+        return (type(value), value)
+    except TypeError:
+        return id(value)
+
+
+class Instance:
+    """A data_oriented object as part of a cache key: compared by identity (and kept alive,
+    so its id is not reused while the key exists)."""
+    __slots__ = ('obj',)
+
+    def __init__(self, obj):
+        self.obj = obj
+
+    def __hash__(self):
+        return id(self.obj)
+
+    def __eq__(self, other):
+        return isinstance(other, Instance) and other.obj is self.obj
+
+
+def call_error(kernel, message):
+    """A TaichiTypeError pointing at the user's call of the kernel."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename.startswith(ENGINE_DIR):
+        frame = frame.f_back
+    loc = None
+    if frame is not None:
+        loc = SourceLocation(frame.f_code.co_filename, frame.f_lineno, 0, None, frame.f_code.co_name)
+    return TaichiTypeError(message + f' (kernel defined at {kernel.location()})', loc)

@@ -1,0 +1,365 @@
+"""Fields, their layout (`ti.root.dense(...).place(...)`) and ndarrays.
+
+Every field owns one C-contiguous numpy array of shape `shape + element_shape`.
+A dense layout tree only determines a field's shape: nested `dense` blocks
+multiply the extent of their axes, and the logical indexing is the same
+whatever the nesting, so storage stays a plain numpy array (cheap `to_numpy`,
+natural interop) and kernels get raw pointers to it.
+"""
+import ast
+import linecache
+import re
+import sys
+
+import numpy as np
+
+from ..ir import ops
+from . import structs
+from ..core.context import ctx
+from ..core.program import current as current_program
+from ..core import dtypes as T
+from ..core.errors import TaichiRuntimeError
+from .matrix import Matrix
+
+
+def _zeros(field, shape, copies=1):
+    """The memory of a field (or ndarray), or an error that names it. A size the system could promise
+    but not keep (Linux lends memory it does not have and kills the process when the pages
+    are touched) is refused up front: `copies` arrays of this size (with its .grad and
+    .dual) must fit in the memory available now."""
+    if any(not isinstance(n, (int, np.integer)) or n < 0 or n >= 2 ** 31 for n in shape):
+        raise ValueError(f'{field.name}: shape {shape} needs non-negative extents below 2**31 '
+                         f'(kernels index with 32-bit integers)')
+    elements = 1
+    for n in tuple(shape) + tuple(field.element_shape):
+        elements *= int(n)
+    need = elements * np.dtype(field.dtype.np).itemsize
+    available = available_memory()
+    what = (f'field {field.name}' if isinstance(field, Field) else field.name) + f' of shape {shape}' + \
+        (' with its gradient/dual' if copies > 1 else '')
+    if available is not None and need * copies > available:
+        raise MemoryError(f'{what} needs {_gib(need * copies)} of memory; {_gib(available)} is available')
+    try:
+        return np.zeros(tuple(shape) + tuple(field.element_shape), dtype=field.dtype.np)
+    except MemoryError:
+        raise MemoryError(f'{what} needs {_gib(need * copies)} of memory, more than the system gives') from None
+
+
+def available_memory():
+    """Bytes of memory and swap available now (Linux: /proc/meminfo), or None."""
+    try:
+        with open('/proc/meminfo') as meminfo:
+            kib = {line.split(':')[0]: int(line.split()[1]) for line in meminfo if line.split()[1:2]}
+    except (OSError, ValueError, IndexError):
+        return None
+    if 'MemAvailable' not in kib:
+        return None
+    return 1024 * (kib['MemAvailable'] + kib.get('SwapFree', 0))
+
+
+def _gib(nbytes):
+    return f'{nbytes / 2 ** 30:.3g} GiB'
+
+
+def guess_name(depth=2):
+    """The variable a field is assigned to at its creation (`x = ti.field(...)`, also
+    `x, y = ti.field(...), ti.field(...)` and `p = ti.field(...); q = ti.field(...)`)."""
+    frame = sys._getframe(depth)
+    line = linecache.getline(frame.f_code.co_filename, frame.f_lineno)
+    name = _name_at_call(frame, line)
+    if name:
+        return name
+    match = re.match(r'\s*([A-Za-z_][\w.]*)\s*=[^=]', line)
+    return match.group(1) if match else f'field@{frame.f_code.co_filename.split("/")[-1]}:{frame.f_lineno}'
+
+
+def _name_at_call(frame, line):
+    """The target of the assignment, on this one line, whose value holds the call the frame
+    is making (found by the call's column)."""
+    indent = len(line) - len(line.lstrip())
+    try:
+        module = ast.parse(line.strip())
+        _, _, col, _ = list(frame.f_code.co_positions())[frame.f_lasti // 2]
+    except (SyntaxError, IndexError, ValueError, AttributeError):
+        return None
+    if col is None:
+        return None
+    col -= indent
+
+    def spans(node):
+        return node.col_offset <= col < node.end_col_offset
+
+    for statement in module.body:
+        if not (isinstance(statement, ast.Assign) and spans(statement.value)):
+            continue
+        target, value = statement.targets[0], statement.value
+        if isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple):
+            for name, part in zip(target.elts, value.elts):
+                if spans(part):
+                    return ast.unparse(name)
+            return None
+        return ast.unparse(target)
+    return None
+
+
+class Field:
+    """A global array of scalars, vectors or matrices with optional .grad/.dual."""
+    owns_storage = True     # no other field or ndarray is its memory (engine/ir/simplify.py)
+
+    def __init__(self, dtype, element_shape=(), shape=None, name=None, needs_grad=False,
+                 needs_dual=False, primal=None, role='primal'):
+        self.dtype = T.resolve(dtype)
+        if self.dtype is None:
+            raise TypeError(f'not a field dtype: {dtype!r}')
+        self.element_shape = tuple(element_shape)
+        self.name = name or 'field'
+        self.role = role
+        self.primal = primal
+        self.shape = None
+        self._data = None
+        self.program = current_program()
+        self.program.register_field(self)
+        self.grad = self.dual = None
+        if primal is None and self.dtype.is_float:
+            self.grad = Field(dtype, element_shape, None, self.name + '.grad', primal=self, role='grad')
+        if role in ('primal', 'grad') and self.dtype.is_float:
+            # A gradient has a dual too: forward mode over an adjoint kernel gives
+            # Hessian-vector products in x.grad.dual.
+            self.dual = Field(dtype, element_shape, None, self.name + '.dual', primal=self, role='dual')
+        if needs_grad and self.grad is None and primal is None:
+            raise TaichiRuntimeError(f'field {self.name}: needs_grad=True needs a floating-point '
+                                     f'dtype, got {self.dtype} (integer fields have no gradient)')
+        self._wants = {'grad': needs_grad, 'dual': needs_dual}
+        self.auto_placed = False
+        if shape is not None:
+            self._allocate(as_shape(shape))
+
+    # --- layout ---------------------------------------------------------------
+    @property
+    def placed(self):
+        return self._data is not None
+
+    @property
+    def data(self):
+        """The values as a numpy array (a view: writing it writes the field)."""
+        if ctx.capture is not None:
+            ctx.capture.refuse_python_access(self)
+        return self._data
+
+    @data.setter
+    def data(self, values):       # `x.data -= ...` assigns the array it updated in place
+        if values is not self.data:
+            self._write(Ellipsis, values)
+
+    def _write(self, index, values):
+        _observed_write(self, self.data, index, values)
+
+    def _allocate(self, shape, by_user=True):
+        if self.placed:
+            if by_user and self.role == 'grad' and self.auto_placed and shape == self.shape:
+                self.auto_placed = False     # needs_grad placed it already; the user's place agrees
+                return
+            raise TaichiRuntimeError(f'field {self.name} is placed twice')
+        if self.primal is not None and self.primal.placed and self.primal.shape != shape:
+            raise TaichiRuntimeError(
+                f'{self.name} must have the shape of {self.primal.name}: {self.primal.shape}, got {shape}')
+        roles = [r for r in ('grad', 'dual') if self._wants.get(r) and not getattr(self, r).placed]
+        data = _zeros(self, shape, copies=1 + len(roles))
+        self.shape = shape
+        self.auto_placed = not by_user
+        self._data = data
+        self.program.set_field_address(self, self._data)
+        if self.role == 'dual':
+            self.program.dual_epoch += 1     # forward-mode kernels compiled before see new duals
+        if self.role == 'grad':
+            self.program.grad_epoch += 1     # adjoints compiled before must see the new gradient
+        for role in ('grad', 'dual'):
+            if self._wants.get(role) and not getattr(self, role).placed:
+                getattr(self, role)._allocate(shape, by_user=False)
+
+    def ensure_placed(self):
+        if not self.placed:
+            raise TaichiRuntimeError(
+                f'field {self.name} is used before it was placed: give it a shape= or '
+                f'place it with ti.root.dense(...).place({self.name})')
+
+    # --- shape helpers --------------------------------------------------------
+    def get_scalar_field(self, *component):
+        """One component, for placing a vector or matrix field component by component."""
+        if len(component) != len(self.element_shape):
+            raise TypeError(f'{self.name}.get_scalar_field needs {len(self.element_shape)} component indices')
+        return ComponentField(self, component)
+
+    @property
+    def n(self):
+        return self.element_shape[0]
+
+    @property
+    def m(self):
+        return self.element_shape[1] if len(self.element_shape) > 1 else 1
+
+    @property
+    def ndim(self):
+        self.ensure_placed()
+        return len(self.shape)
+
+    def __repr__(self):
+        return f'<{self.name}: {self.dtype} field, shape {self.shape}, element {self.element_shape}>'
+
+    def ir_text(self):
+        """How the IR's text names it (engine/ir/printer.py): its slot, layout and type."""
+        return f'field({self.name}#{self.id}, {self.shape}, {self.element_shape}, {self.dtype})'
+
+    def __str__(self):
+        """`print(x)` shows the values, as Taichi's does; in a kernel being built (whose
+        text is fixed when it compiles) the field's description."""
+        return str(self.to_numpy()) if self.placed and ops.current_builder() is None else repr(self)
+
+    # --- Python-scope access ----------------------------------------------------
+    def to_numpy(self, dtype=None, keep_dims=False):
+        """A copy of the values, of shape + element shape, in `dtype` (numpy's or ti.f64...)
+        if given; `keep_dims=True` gives a vector field's elements as n x 1 matrices."""
+        self.ensure_placed()
+        array = self.data.copy() if dtype is None else self.data.astype(getattr(dtype, 'np', dtype))
+        return array[..., None] if keep_dims and len(self.element_shape) == 1 else array
+
+    def from_numpy(self, array):
+        self.ensure_placed()
+        array = np.asarray(array)
+        if array.shape != self.data.shape:
+            raise ValueError(f'from_numpy: field {self.name} has shape {self.data.shape} '
+                             f'(shape {self.shape}, element {self.element_shape}), '
+                             f'the array has shape {array.shape}')
+        if not np.can_cast(array.dtype, self.dtype.np, casting='same_kind') and array.dtype.kind != self.dtype.np.kind:
+            if not (array.dtype.kind in 'iub' and self.dtype.np.kind == 'f'):
+                raise ValueError(f'from_numpy: cannot convert {array.dtype} to {self.dtype} for field {self.name}')
+        self._write(Ellipsis, array)
+
+    def fill(self, value):
+        self.ensure_placed()
+        self._write(Ellipsis, value)
+
+    def _key(self, index):
+        self.ensure_placed()
+        if index is None:
+            index = ()
+        elif not isinstance(index, tuple):
+            index = (index,)
+        if len(index) == 1 and isinstance(index[0], Matrix):
+            index = tuple(int(i) for i in index[0].entries)
+        if len(index) != len(self.shape):
+            raise IndexError(f'field {self.name} has {len(self.shape)} dimensions, got index {index}')
+        for i, n in zip(index, self.shape):
+            if not -n <= i < n:
+                raise IndexError(f'index {index} is out of range for field {self.name} of shape {self.shape}')
+        return index
+
+    def __getitem__(self, index):
+        key = self._key(index)
+        if self.element_shape:
+            return FieldElement(self, key)
+        return self.data[key].item()
+
+    def __setitem__(self, index, value):
+        self._write(self._key(index), np.asarray(value) if isinstance(value, Matrix) else value)
+
+    def copy_from(self, other):
+        self._write(Ellipsis, other.data)
+
+
+class FieldElement(Matrix):
+    """A vector or matrix element read from Python scope (`v = x[i]`): a copy, except that
+    setting one of its entries (`x[i][0] = 1.0`, `x[None][d] -= lr * g`, as DiffTaichi's
+    programs update parameters) also writes that entry to the field, as Taichi does."""
+
+    def __init__(self, field, key):
+        super().__init__(field.data[key])
+        self._field, self._key = field, key
+
+    def __setitem__(self, index, value):
+        super().__setitem__(index, value)
+        entry = np.unravel_index(self._flat_index(index), self.shape)
+        self._field._write(self._key + tuple(int(i) for i in entry), value)
+
+
+def _observed_write(owner, array, index, values):
+    """Every write from Python to a field or ndarray: a recording tape sees it (engine/runtime/tape.py)."""
+    def assign():
+        array[index] = values
+    return assign() if ctx.tape is None else ctx.tape.python_write(owner, index, assign)
+
+
+def as_shape(shape):
+    if isinstance(shape, (int, np.integer)):
+        return (int(shape),)
+    return tuple(int(s) for s in shape)
+
+
+class ComponentField:
+    """`v.get_scalar_field(k)`: one component of a vector or matrix field, for Taichi's
+    struct-of-arrays layouts (`place(v.get_scalar_field(0))`, ...). The field keeps one
+    array: placing a component places the whole field, once; the other components must be
+    placed with the same shape."""
+
+    def __init__(self, parent, component):
+        self.parent, self.component = parent, component
+        self.element_shape = ()
+
+    def place(self, shape):
+        if not self.parent.placed:
+            self.parent._allocate(shape)
+        elif self.parent.shape != shape:
+            raise TaichiRuntimeError(f'components of {self.parent.name} placed with different shapes: '
+                                     f'{self.parent.shape} and {shape}')
+
+
+# ----------------------------------------------------------------------------
+# Ndarrays: arrays passed to kernels as arguments
+
+class Ndarray:
+    def __init__(self, dtype, shape, element_shape=(), needs_grad=False):
+        self.dtype = T.resolve(dtype)
+        if self.dtype is None:
+            raise TypeError(f'not an ndarray dtype: {dtype!r} (ndarrays hold scalars, vectors or matrices)')
+        self.shape = as_shape(shape)
+        self.element_shape = tuple(element_shape)
+        self.name = 'ti.ndarray'
+        self.data = _zeros(self, self.shape, copies=2 if needs_grad else 1)
+        self.grad = Ndarray(dtype, shape, element_shape) if needs_grad else None
+
+    def to_numpy(self):
+        return self.data.copy()
+
+    def __str__(self):
+        return str(self.data) if ops.current_builder() is None else repr(self)
+
+    def from_numpy(self, array):
+        array = np.asarray(array)
+        if array.shape != self.data.shape:
+            raise ValueError(f'from_numpy: ndarray has shape {self.data.shape}, the array has shape {array.shape}')
+        self._write(Ellipsis, array)
+
+    def copy_from(self, other):
+        """The values of another ndarray of the same shape."""
+        self.from_numpy(other.data)
+
+    def fill(self, value):
+        self._write(Ellipsis, value)
+
+    def _write(self, index, values):
+        _observed_write(self, self.data, index, values)
+
+    def __getitem__(self, index):
+        item = self.data[index]
+        return Matrix(item) if self.element_shape else item.item()
+
+    def __setitem__(self, index, value):
+        self._write(index if isinstance(index, tuple) else (index,),
+                    np.asarray(value) if isinstance(value, Matrix) else value)
+
+
+def ndarray(dtype, shape, needs_grad=False):
+    """`ti.ndarray(ti.f32, shape)`, also of a vector or matrix type (`ti.math.vec3`)."""
+    if structs.kind_of(dtype) == 'matrix':
+        return Ndarray(dtype[-1], shape, dtype[1:-1], needs_grad)
+    return Ndarray(dtype, shape, (), needs_grad)

@@ -1,0 +1,178 @@
+"""Assignments: `=`, annotated and augmented assignments to names, unpacked tuples, entries
+of local vectors, fields, ndarrays and struct members.
+
+A kernel-scope local assigned inside a parallel loop is an error (all threads share it),
+except `+=`/`-=`, which become atomics (atomics.py).
+"""
+import ast
+
+from ...ir import ops
+from ...core import dtypes as T
+from ...core.errors import TaichiTypeError
+from ..fields import Field
+from ..struct_fields import StructField
+from ..matrix import Matrix
+from ..structs import Struct
+from .components import component_of, flat_component
+from .operators import BINOPS
+from .source import describe
+from .values import MatVar, NdarrayArg, Resolved, StructVar, Var
+
+
+class AssignmentMixin:
+    """Assignment statements (a part of KernelBuilder)."""
+
+    def visit_Assign(self, node):
+        value = self.visit(node.value)
+        is_static = self._is_static_call(node.value)
+        for target in node.targets:
+            self._assign(target, value, is_static)
+
+    def visit_AnnAssign(self, node):
+        dtype = T.resolve(self.visit(node.annotation))
+        value = self.visit(node.value) if node.value is not None else 0
+        if not isinstance(node.target, ast.Name):
+            return self._assign(node.target, value, False)
+        if isinstance(value, Matrix):
+            self.frame.scopes[-1][node.target.id] = self._new_var(value, dtype)
+        else:
+            self.frame.scopes[-1][node.target.id] = self._new_var(ops.cast(value, dtype) if ops.is_value(value) else value, dtype)
+
+    def _assign(self, target, value, is_static=False):
+        if isinstance(target, ast.Name):
+            return self._assign_name(target, value, is_static)
+        if isinstance(target, (ast.Tuple, ast.List)):
+            for t, v in self._unpack(target, value):
+                self._assign(t, v, is_static)
+            return
+        if isinstance(target, ast.Subscript):
+            return self._assign_subscript(target, value)
+        if isinstance(target, Resolved):                # a member of a struct local
+            return self._store_var(target, target.obj, value)
+        if isinstance(target, ast.Attribute):
+            resolved = self._member_node(target)
+            if resolved is not target:
+                return self._assign(resolved, value, is_static)
+            owner = self._lookup_var(target.value)
+            comp = component_of(target.attr, target, self, getattr(owner, 'shape', None))
+            if isinstance(owner, MatVar) and comp is not None:
+                return owner.vars[comp].store(value)
+            element = self._vector_element(target.value)
+            if element is not None and comp is not None:        # f[i].x = v: one component
+                return self._store_component(target, element[0], self.visit(element[1]), comp, value)
+            raise self.error(target, f'cannot assign to attribute {target.attr}')
+        raise self.error(target, f'cannot assign to {describe(target)}')
+
+    def _unpack(self, target, value):
+        """(name node, item) pairs of a tuple target: `a, b = v`, `for i, (j, k) in ...`."""
+        items = value.entries if isinstance(value, Matrix) else list(value)
+        if len(items) != len(target.elts):
+            raise self.error(target, f'cannot unpack {len(items)} values into {len(target.elts)} names')
+        return zip(target.elts, items)
+
+    def _assign_name(self, target, value, is_static):
+        name = target.id
+        for scope in reversed(self.frame.scopes):
+            if name in scope and isinstance(scope[name], (Var, MatVar, StructVar)):
+                return self._store_var(target, scope[name], value)
+        self._not_an_expression_param(target, name)
+        scope = self.frame.scopes[-1]
+        if is_static or not (ops.is_value(value) or isinstance(value, (Matrix, Struct)) or
+                             (ops.is_number(value) and not isinstance(value, bool))):
+            scope[name] = value
+        else:
+            scope[name] = self._new_var(value)
+
+    def _store_var(self, target, var, value):
+        if self._shared(var) or isinstance(var, (MatVar, StructVar)) and any(map(self._shared, var.vars)):
+            name = target.id if isinstance(target, ast.Name) else target.name
+            raise self.error(target, f'`{name}` is defined outside this parallel loop, so all '
+                                     f'threads share it: update it with `{name} += ...` '
+                                     f'(an atomic add) or use a field')
+        var.store(value)
+
+    def _assign_subscript(self, target, value):
+        owner_node = self._member_node(target.value)
+        index = self.visit(target.slice)
+        owner_var = self._lookup_var(owner_node) if isinstance(owner_node, (ast.Name, Resolved)) else None
+        if isinstance(owner_var, MatVar):
+            return self._store_matvar(target, owner_var, index, value)
+        element = self._vector_element(owner_node)
+        if element is not None:         # f[i][k] = v on a vector field: write one component
+            return self._store_component(target, element[0], self.visit(element[1]), index, value)
+        owner = self.visit(owner_node)
+        if isinstance(owner, (Field, NdarrayArg)):
+            return self._global_write(target, owner, index, value)
+        if isinstance(owner, StructField):
+            return self._struct_store(target, owner, index, value)
+        if isinstance(owner, (list, dict)) and not ops.is_value(index):
+            owner[index] = value
+            return
+        if isinstance(owner_node, ast.Name):
+            self._not_an_expression_param(target, owner_node.id)
+        raise self.error(target, f'cannot assign to an element of {type(owner).__name__}')
+
+    def _not_an_expression_param(self, target, name):
+        if self.frame.is_expression_param(name):
+            raise self.error(target, f'`{name}` is a ti.template() parameter bound to an expression, not '
+                                     f'to a variable, an entry of a local vector at a constant index or a '
+                                     f'field element: it cannot be assigned to (pass one of those to change '
+                                     f'it by reference, or copy it into a new local)')
+
+    def _store_matvar(self, node, var, index, value):
+        idx = index if isinstance(index, tuple) else (index,)
+        if any(ops.is_value(i) for i in idx):
+            flat_rt = 0
+            for i, n in zip(idx, var.shape):
+                if ops.is_value(i):
+                    ops.check_component(i, n)
+                flat_rt = flat_rt * n + i
+            for k, v in enumerate(var.vars):
+                v.store(ops.select(flat_rt == k, value, v.load()))
+            return
+        if len(idx) == 1 and len(var.shape) == 2:
+            row = idx[0]
+            m = var.shape[1]
+            MatVar((m,), var.vars[row * m:(row + 1) * m]).store(value)
+            return
+        flat = flat_component(self, node, var.shape, idx)
+        var.vars[flat].store(value)
+
+    def visit_AugAssign(self, node):
+        op = BINOPS[type(node.op)]
+        target = self._member_node(node.target)
+        value = self.visit(node.value)
+        if isinstance(target, (ast.Name, Resolved)) and isinstance(node.op, (ast.Add, ast.Sub)):
+            var = self._lookup_var(target)
+            if self._needs_atomic(var):         # shared by threads, or memory (an ElementRef)
+                self._accumulate(node, var, 'add' if isinstance(node.op, ast.Add) else 'sub', value)
+                return
+        if isinstance(target, ast.Subscript):
+            owner_node = self._member_node(target.value)
+            owner = self._lookup_var(owner_node) if isinstance(owner_node, (ast.Name, Resolved)) else None
+            if not isinstance(owner, MatVar):
+                kind = {ast.Add: 'add', ast.Sub: 'sub'}.get(type(node.op))
+                element = self._vector_element(target.value) if kind else None
+                if element is not None:         # u[i][k] += v: one component, nothing read
+                    self._store_component(node, element[0], self.visit(element[1]),
+                                          self.visit(target.slice), value, atomic=kind)
+                    return
+                base = self.visit(target.value)
+                if isinstance(base, (Field, NdarrayArg)) and kind:
+                    self._global_write(node, base, self.visit(target.slice), value, atomic=kind)
+                    return
+        current = self.visit(_as_load(target))
+        self._no_struct_operands(node, current, value)
+        result = op(current, value)
+        if result is NotImplemented:
+            raise self.error(node, 'unsupported operands for augmented assignment', TaichiTypeError)
+        self._assign(target, result)
+
+
+def _as_load(target):
+    if isinstance(target, Resolved):
+        return target
+    node = type(target)(**{f: getattr(target, f) for f in target._fields})
+    node.ctx = ast.Load()
+    ast.copy_location(node, target)
+    return node

@@ -1,0 +1,244 @@
+"""`ti.ad`: the user's autodiff API.
+
+Reverse mode across kernels (Tape, custom gradients, no_grad), forward mode
+(FwdMode), second order (hvp, hessian), transforms of Python functions made of
+kernels (value_and_grad, jacobian) and of ti.funcs inside kernels (grad, jvp, vjp).
+"""
+import functools
+
+import numpy as np
+
+from . import replay
+from ..core.context import ctx
+from ..core.program import current as current_program
+from ..lang.fields import Field
+from .kernels import Kernel
+from .tape import Tape
+from .finite_diff import GradientCheckError, restore_fields, snapshot_fields
+from .gradcheck import check_gradients, keep_adjoints, rollout_report
+from ..core.errors import AutodiffError
+from ..autodiff.rules import AutodiffRuleError
+from ..autodiff.transforms import grad, jvp, vjp
+
+__all__ = ['Tape', 'grad_replaced', 'grad_for', 'no_grad', 'clear_all_gradients', 'FwdMode',
+           'hvp', 'hessian', 'value_and_grad', 'jacobian', 'grad', 'jvp', 'vjp',
+           'check_gradients', 'GradientCheckError', 'rollout_report', 'keep_adjoints', 'AutodiffError',
+           'AutodiffRuleError']
+
+
+def clear_all_gradients():
+    current_program().clear_gradients()
+
+
+def no_grad(fn):
+    """The tape leaves this kernel, or the kernels a Python function launches, out of the
+    backward pass: they contribute no gradient (their results are constants to the tape)."""
+    if isinstance(fn, Kernel):
+        fn.no_grad = True
+        return fn
+
+    @functools.wraps(fn)
+    def without_gradient(*args, **kwargs):
+        recorder = ctx.tape
+        if recorder is None:
+            return fn(*args, **kwargs)
+        recorder.no_grad_depth += 1
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            recorder.no_grad_depth -= 1
+    return without_gradient
+
+
+class _CustomGradient:
+    """A Python function whose gradient is a user function (see grad_for)."""
+
+    def __init__(self, fn):
+        self.fn = fn
+        self.backward = None
+        functools.update_wrapper(self, fn)
+
+    def __call__(self, *args, **kwargs):
+        if ctx.capture is not None:
+            raise replay.CaptureError(f'{ctx.capture.name}: the grad_replaced function '
+                                      f'{self.fn.__name__} cannot be captured (its gradient is Python)')
+        recorder = ctx.tape
+        if recorder is None or recorder.no_grad_depth:     # inside no_grad: no gradient to replace
+            return self.fn(*args, **kwargs)
+        recorder.record_custom(functools.partial(self._grad, **kwargs), args, self.fn.__name__,
+                               functools.partial(self.fn, **kwargs))
+        recorder.suspended += 1           # kernels inside are one unit on the tape
+        try:
+            return self.fn(*args, **kwargs)
+        finally:
+            recorder.suspended -= 1
+
+    def __get__(self, obj, owner=None):
+        """A method (of a data_oriented class): bound to the instance, which the tape records
+        as its first argument and passes to the grad_for function."""
+        return self if obj is None else functools.partial(self, obj)
+
+    def _grad(self, *args, **kwargs):
+        if self.backward is None:
+            raise RuntimeError(f'{self.fn.__name__} is grad_replaced but has no ti.ad.grad_for function')
+        self.backward(*args, **kwargs)
+
+
+def grad_replaced(fn):
+    """Record `fn` on the tape as one unit whose gradient is given by `grad_for`."""
+    return _CustomGradient(fn)
+
+
+def grad_for(primal):
+    """`@ti.ad.grad_for(forward)`: the function that computes forward's gradient."""
+    if not isinstance(primal, _CustomGradient):
+        raise TypeError('ti.ad.grad_for needs a function decorated with ti.ad.grad_replaced')
+
+    def register(backward):
+        primal.backward = backward
+        return backward
+    return register
+
+
+# ----------------------------------------------------------------------------
+# Forward mode
+
+class FwdMode:
+    """`with ti.ad.FwdMode(loss=y, param=x, seed=[...]):` kernels launched inside compute
+    primal values and tangents together; afterwards `y.dual` holds the Jacobian-vector
+    product dy/dx . seed. `loss` may be a field of any shape.
+
+    Every placed float field gets a .dual on entry (a tangent written to a field without
+    one would be lost); clear_gradients=True zeroes them all before the seed is set."""
+
+    def __init__(self, loss, param, seed=None, clear_gradients=True):
+        self.loss, self.param, self.seed, self.clear = loss, param, seed, clear_gradients
+
+    def __enter__(self):
+        if ctx.forward is not None:
+            raise RuntimeError('ti.ad.FwdMode cannot be nested')
+        prog = current_program()
+        if not isinstance(self.param, Field) or not self.param.dtype.is_float:
+            raise TypeError(f'ti.ad.FwdMode: param must be a float field (ndarrays and integer '
+                            f'fields have no tangent), got {_describe(self.param)}')
+        prog.allocate_duals()
+        if self.clear:
+            prog.clear_duals()
+        size = self.param.data.size
+        seed = np.ones(1) if self.seed is None and size == 1 else self.seed
+        if seed is None:
+            raise ValueError(f'ti.ad.FwdMode needs a seed for {self.param.name}, which has {size} entries')
+        seed = np.asarray(seed, dtype=np.float64)
+        if seed.size != size:
+            raise ValueError(f'ti.ad.FwdMode: the seed has {seed.size} entries, {self.param.name} has {size}')
+        self.param.dual.data[...] = seed.reshape(self.param.data.shape)
+        ctx.forward = self
+        return self
+
+    def __exit__(self, *exc):
+        ctx.forward = None
+
+
+def _describe(obj):
+    if isinstance(obj, Field):
+        return f'field {obj.name} of dtype {obj.dtype}'
+    return type(obj).__name__
+
+
+def hvp(forward_fn, loss, param, vector):
+    """Hessian-vector product d^2 loss / d param^2 . vector (forward over reverse).
+
+    `forward_fn()` launches the kernels that compute `loss` from `param`; it is run once,
+    recorded on a tape whose adjoints then run in forward mode."""
+    with FwdMode(loss=loss, param=param, seed=vector):
+        with Tape(loss):
+            forward_fn()
+    return param.grad.dual.to_numpy().astype(np.float64)
+
+
+def hessian(forward_fn, loss, param):
+    """The dense Hessian of `loss` w.r.t. the entries of `param` (param.data.size squared
+    entries, one Hessian-vector product a column): for small fields. Every column starts
+    from the fields as they were at the call (forward_fn may accumulate into them)."""
+    size = param.data.size
+    columns = []
+    rerun = from_the_start(forward_fn)
+    for j in range(size):
+        e = np.zeros(size)
+        e[j] = 1
+        columns.append(hvp(rerun, loss, param, e).reshape(-1))
+    return np.stack(columns, axis=1)
+
+
+def from_the_start(fn):
+    """fn, run each time from the values every field had now."""
+    snapshot = snapshot_fields()
+
+    def rerun():
+        restore_fields(snapshot)
+        fn()
+    return rerun
+
+
+# ----------------------------------------------------------------------------
+# Transforms of Python functions made of kernels
+
+def _load_inputs(inputs, values):
+    if not values:
+        return
+    if len(values) != len(inputs):
+        raise ValueError(f'expected {len(inputs)} input values, got {len(values)}')
+    for field, value in zip(inputs, values):
+        field.from_numpy(np.asarray(value, dtype=field.data.dtype).reshape(field.data.shape))
+
+
+def value_and_grad(fn, inputs, output):
+    """A function computing (value of `output`, [d output / d input for each input]).
+
+    `fn()` reads the `inputs` fields and writes the 0-D field `output` through kernels;
+    the returned callable optionally takes new values for the inputs first."""
+    def value_and_gradient(*values):
+        _load_inputs(inputs, values)
+        with Tape(output):
+            fn()
+        grads = [f.grad.to_numpy() for f in inputs]
+        return float(output[None]), [g.item() if g.ndim == 0 else g for g in grads]
+    return value_and_gradient
+
+
+def jacobian(fn, inputs, outputs, mode='forward'):
+    """The Jacobian d outputs / d inputs of `fn` (which reads `inputs` and writes `outputs`
+    through kernels), as a (total output entries) x (total input entries) array.
+
+    mode='forward' runs fn once per input entry under FwdMode; mode='reverse' once per
+    output entry on a tape. Each run starts from the fields as they were at the call."""
+    inputs, outputs = list(inputs), list(outputs)
+    fn = from_the_start(fn)
+    n_in = sum(f.data.size for f in inputs)
+    n_out = sum(f.data.size for f in outputs)
+    J = np.zeros((n_out, n_in))
+    if mode == 'forward':
+        col = 0
+        for field in inputs:
+            for j in range(field.data.size):
+                seed = np.zeros(field.data.size)
+                seed[j] = 1
+                with FwdMode(loss=outputs[0], param=field, seed=seed):
+                    fn()
+                J[:, col] = np.concatenate([o.dual.data.reshape(-1) for o in outputs])
+                col += 1
+        return J
+    if mode != 'reverse':
+        raise ValueError(f"jacobian mode must be 'forward' or 'reverse', got {mode!r}")
+    row = 0
+    for field in outputs:
+        for i in range(field.data.size):
+            current_program().clear_gradients()
+            for array in inputs + outputs:          # ndarrays' gradients too (a Tape would
+                array.grad.data.fill(0)             # zero the seed of an ndarray output)
+            field.grad.data.reshape(-1)[i] = 1
+            with Tape(loss=None, clear_gradients=False):
+                fn()
+            J[row] = np.concatenate([f.grad.data.reshape(-1) for f in inputs])
+            row += 1
+    return J

@@ -1,0 +1,223 @@
+"""`@ti.kernel`: a kernel's arguments checked, its compiled code found or built, launched.
+
+A kernel is compiled (engine/runtime/pipeline.py) once per (template arguments, ndarray kinds)
+and program; a launch (engine/backend/launch.py) is recorded by a tape, or by ti.capture, when
+one is in effect (engine/core/context.py).
+"""
+import functools
+import inspect
+
+import numpy as np
+
+from ..core import dtypes as T
+from ..ir import ops
+from . import pipeline
+from ..lang import structs
+from ..lang.abi import ArgSpec, NdarrayType, as_array, call_error, element_shape_of, key_of
+from ..core.context import ctx
+from ..core.errors import USER_ERRORS, SourceLocation, TaichiTypeError, user_frames_only
+from ..lang.fields import Field, Ndarray
+from ..lang.frontend import FunctionSource, Template
+from ..core.program import current as current_program
+
+
+class Kernel:
+    _is_kernel = True
+
+    def __init__(self, fn):
+        self.fn = fn
+        self.__name__ = self.name = fn.__name__
+        self.__doc__ = fn.__doc__
+        self.signature = inspect.signature(fn)
+        annotations = [p.annotation for p in self.signature.parameters.values()]
+        if annotations and annotations[0] is inspect.Parameter.empty and _is_method(fn):
+            annotations[0] = Template()         # `self`: the instance, as a template argument
+        self.specs = [ArgSpec(p, a) for p, a in zip(self.signature.parameters, annotations)]
+        self.keyed = [k for k, s in enumerate(self.specs) if s.kind in ('template', 'ndarray')]
+        self._source = None
+        self._cache = {}
+        self._generation = -1
+        self.grad = AdjointKernel(self)
+        self.no_grad = False
+
+    @property
+    def source(self):
+        if self._source is None:
+            self._source = FunctionSource(self.fn)
+        return self._source
+
+    @property
+    def return_type(self):
+        """A DataType (resolved per program, as argument types are), a compound type, or None."""
+        ret = self.signature.return_annotation
+        if ret is inspect.Signature.empty or ret is None:
+            return None
+        dtype = structs.value_type(ret) or T.resolve(ret)
+        if dtype is None:
+            raise TaichiTypeError(f'kernel {self.name}: the return type {ret!r} is not a scalar, vector, '
+                                  f'matrix, struct or tuple type')
+        return dtype
+
+    def __get__(self, obj, owner=None):
+        """A kernel defined in a class, taken from an instance: bound to it."""
+        return self if obj is None else BoundKernel(self, obj)
+
+    def location(self):
+        return SourceLocation(self.source.filename, self.source.first_line, 0, None, self.name)
+
+    # --- launch ----------------------------------------------------------------
+    def __call__(self, *args, **kwargs):
+        try:
+            if kwargs or len(args) != len(self.specs):     # keywords, defaults, or an error
+                args = self._bind(args, kwargs)
+            compiled = self.compiled(args)
+            launched = compiled if ctx.forward is None else pipeline.tangents_of(compiled)
+            recorder = ctx.tape
+            shadowed = recorder.check(self, compiled, args) if recorder is not None else None
+            if shadowed and launched is compiled:      # checks the rules inside this launch
+                launched = pipeline.checked_of(compiled, shadowed)
+                result = pipeline.launch_checked(compiled, args, shadowed)
+            else:
+                result = launched.launch(args)
+            if recorder is not None:
+                recorder.record(self, args, compiled, launched)
+            if ctx.capture is not None:
+                ctx.capture.add(self, args, compiled, launched)
+            return result
+        except USER_ERRORS as exc:       # the traceback ends at the caller's frames
+            user_frames_only(exc)
+            raise
+
+    def compiled(self, args):
+        """The native code for these arguments, compiled on first use."""
+        prog = current_program()
+        if self._generation != prog.generation:
+            self._cache.clear()
+            self._generation = prog.generation
+        key = tuple(key_of(self.specs[k], args[k]) for k in self.keyed) if self.keyed else ()
+        compiled = self._cache.get(key)
+        if compiled is None:
+            self._check_args(args)
+            compiled = self._cache[key] = pipeline.compile_kernel(self, args, prog)
+        return compiled
+
+    def _bind(self, args, kwargs):
+        try:
+            bound = self.signature.bind(*args, **kwargs)
+        except TypeError as exc:
+            raise call_error(self, str(exc)) from None
+        bound.apply_defaults()
+        return tuple(bound.arguments[s.name] for s in self.specs)
+
+    def _check_args(self, args):
+        if len(args) != len(self.specs):
+            raise call_error(self, f'kernel {self.name}() takes {len(self.specs)} argument(s), '
+                                    f'{len(args)} given')
+        for spec, value in zip(self.specs, args):
+            if spec.kind == 'scalar' and not ops.is_number(value):
+                raise call_error(self, f'argument {spec.name!r} of kernel {self.name}() must be a '
+                                        f'{spec.dtype} scalar, got {type(value).__name__}')
+            if spec.kind == 'ndarray' and not isinstance(value, (np.ndarray, Ndarray)):
+                hint = ' (a field is read directly by name, or as a ti.template() argument)' \
+                    if isinstance(value, Field) else ''
+                raise call_error(self, f'argument {spec.name!r} of kernel {self.name}() must be an '
+                                        f'ndarray (numpy or ti.ndarray), got {type(value).__name__}{hint}')
+            if spec.kind == 'compound':
+                try:
+                    structs.split(spec.annotation, value)
+                except TypeError as exc:
+                    raise call_error(self, f'argument {spec.name!r} of kernel {self.name}(): {exc}') from None
+            if spec.kind == 'ndarray' and not T.has_numpy(as_array(value).dtype):
+                raise call_error(self, f'argument {spec.name!r} of kernel {self.name}(): ndarrays of '
+                                        f'dtype {as_array(value).dtype} are not supported')
+            if spec.kind == 'ndarray' and isinstance(spec.annotation, NdarrayType):
+                self._check_ndarray(spec, value)
+
+    def _check_ndarray(self, spec, value):
+        """An ndarray argument against its annotation: the element type is not converted
+        (the kernel writes the caller's memory), and the dimensions must match."""
+        annotation, array = spec.annotation, as_array(value)
+        where = f'argument {spec.name!r} of kernel {self.name}()'
+        wanted = structs.element_dtype(annotation.dtype) if annotation.dtype is not None else None
+        given = T.from_numpy(array.dtype)
+        if wanted is not None and wanted is not given:
+            raise call_error(self, f'{where}: required element type {wanted}, but the array has element type '
+                                    f'{given} (numpy {array.dtype}); convert it, e.g. with .astype(np.{wanted.np})')
+        element_shape = element_shape_of(spec, value)
+        if structs.kind_of(annotation.dtype) == 'matrix' and element_shape != structs.matrix_shape(annotation.dtype):
+            raise call_error(self, f'{where}: elements of shape {structs.matrix_shape(annotation.dtype)} are '
+                                    f'required, the array has {element_shape} (array shape {array.shape})')
+        ndim = array.ndim - len(element_shape)
+        if annotation.ndim is not None and ndim != annotation.ndim:
+            raise call_error(self, f'{where}: argument mismatch: ndim={annotation.ndim} is required, the '
+                                    f'array has {ndim} (array shape {array.shape})')
+
+
+class BoundKernel:
+    """`obj.method` for a kernel defined in a class (`@ti.data_oriented`): the instance is
+    its first argument, a template argument, so each instance gets code of its own."""
+
+    def __init__(self, kernel, obj):
+        self.kernel, self.obj = kernel, obj
+        self.__name__ = kernel.name
+
+    def __call__(self, *args, **kwargs):
+        return self.kernel(self.obj, *args, **kwargs)
+
+    @property
+    def grad(self):
+        return functools.partial(self.kernel.grad, self.obj)
+
+    def __getattr__(self, name):        # the kernel's own attributes (name, fn, ...)
+        return getattr(self.kernel, name)
+
+
+def _is_method(fn):
+    """Whether fn is defined in a class body (its qualified name is Class.name)."""
+    parts = fn.__qualname__.split('.')
+    return len(parts) > 1 and parts[-2] != '<locals>'
+
+
+def data_oriented(cls):
+    """`@ti.data_oriented`: its kernels bind to instances (Kernel.__get__), ti.funcs too
+    (Func.__get__); as a template argument an instance is keyed by identity, so two equal
+    instances holding different fields never share compiled code."""
+    cls._ti_data_oriented = True
+    return cls
+
+
+class AdjointKernel:
+    """`kernel.grad(*args)`: accumulates the adjoints of the kernel's inputs into `.grad`.
+
+    Compiled on first use from the primal kernel's IR."""
+
+    def __init__(self, kernel):
+        self.kernel = kernel
+
+    def __call__(self, *args, **kwargs):
+        try:
+            kernel = self.kernel
+            if kwargs or len(args) != len(kernel.specs):
+                args = kernel._bind(args, kwargs)
+            primal = kernel.compiled(args)
+            if primal.program.config.ad_validation and primal.access_summary().violation:
+                raise primal.access_summary().violation
+            self._launch(primal, args)
+        except USER_ERRORS as exc:
+            user_frames_only(exc)
+            raise
+
+    def run(self, *args):
+        """The adjoint launch without the rule check (a tape checked at recording, if asked)."""
+        self._launch(self.kernel.compiled(args), args)
+
+    @staticmethod
+    def _launch(primal, args):
+        adjoint = pipeline.adjoint_of(primal)
+        if ctx.forward is not None:      # forward over reverse: Hessian-vector products
+            adjoint = pipeline.tangents_of(adjoint)
+        adjoint.launch(args)
+
+
+def kernel(fn):
+    return Kernel(fn)

@@ -1,0 +1,216 @@
+"""The global data access rules across the launches of a tape (engine/autodiff/rules.py states
+them and checks one kernel): `TapeChecker` computes what a tape must save, rather than
+refusing, when a launch, a no_grad launch or a Python write modifies elements that
+earlier launches on the tape read.
+"""
+import numpy as np
+
+from ..lang.fields import Field
+from ..core.errors import AutodiffRuleError
+from ..autodiff.rules import READ, STORE, has_grad, target_name
+
+
+class Target:
+    """A field, or the array behind an ndarray argument, as the tape sees it."""
+
+    def __init__(self, data, name, dual=None, grad=None, shape=None):
+        self.data, self.name, self.dual, self.grad = data, name, dual, grad
+        self.shape = data.shape if shape is None else shape
+        self.marks = np.zeros(self.shape, dtype=bool)   # elements an earlier launch read
+        self.written = np.zeros(self.shape, dtype=bool)  # elements an earlier launch modified
+
+
+def plain_target(obj, name='ndarray'):
+    """The Target of a field, or of an ndarray (ti.ndarray or numpy array)."""
+    if isinstance(obj, Field):
+        return field_target(obj)
+    array, grad = getattr(obj, 'data', obj), getattr(obj, 'grad', None)
+    element = len(getattr(obj, 'element_shape', ()))
+    return Target(array, name, None, getattr(grad, 'data', grad),
+                  array.shape[:array.ndim - element] if element else array.shape)
+
+
+def field_target(field):
+    dual = field.dual._data if field.dual is not None and field.dual.placed else None
+    grad = field.grad._data if has_grad(field) else None
+    return Target(field._data, field.name, dual, grad, field.shape)
+
+
+class PlanNode:
+    """What the tape did at one step of a sequence of launches it has seen (the saves, and
+    whether the step modified what earlier steps used), and the steps seen after it."""
+    __slots__ = ('plan', 'next')
+    count = 0               # nodes in all programs' memos
+    LIMIT = 1_000_000       # beyond it, sequences are checked without being memoized
+
+    def __init__(self, plan=None):
+        self.plan, self.next = plan, {}
+
+
+def memo_of(prog):
+    """What tapes of this program did for each sequence of launches they saw (see
+    TapeChecker); forgotten when a gradient is placed."""
+    if prog.rule_memo[0] != prog.grad_epoch:
+        prog.rule_memo = (prog.grad_epoch, PlanNode())
+    return prog.rule_memo[1]
+
+
+class TapeChecker:
+    """Per field and ndarray: which elements launches on the tape read and modified. Before
+    a write that modifies read elements, names what the tape must save.
+
+    The elements an access can touch depend only on the kernel and its arguments, so what
+    a sequence of launches needs is the same every time it recurs: `memo` (a PlanNode per
+    program) remembers it, and a tape that repeats a sequence seen before follows the memo
+    (a dict lookup per launch) and marks nothing until it diverges from it."""
+
+    def __init__(self, memo=None):
+        self.targets = {}       # id(field or array) -> Target
+        self.cut = {}           # float field without a gradient -> (kernel, fields) that wrote it from fields with one
+        self.cursor = memo      # the memo's node of the steps so far; None once off the memo
+        self.unmarked = []      # steps followed on the memo whose marks are not applied yet
+        self.new_step = True    # the last step was not in the memo (its launch is checked inside)
+
+    def _step(self, key, mark, *operands, check=None):
+        """The plan of one step: from the memo when this sequence was seen; else `check()`
+        (may raise), then `mark(*operands)`, which marks what the step reads and modifies
+        and returns the plan."""
+        node = self.cursor.next.get(key) if self.cursor is not None else None
+        self.new_step = node is None
+        if node is not None:
+            self.cursor = node
+            self.unmarked.append((mark, operands))
+            return node.plan
+        for pending, pending_operands in self.unmarked:     # off the memo: catch up
+            pending(*pending_operands)
+        self.unmarked = []
+        if check is not None:
+            check()
+        plan = mark(*operands)
+        if self.cursor is not None and PlanNode.count < PlanNode.LIMIT:
+            PlanNode.count += 1
+            self.cursor.next[key] = self.cursor = PlanNode(plan)
+        else:
+            self.cursor = None
+        return plan
+
+    def target(self, obj, args=None):
+        """The Target of a Field, of an ndarray, or of an ndarray argument (an NdarrayArg
+        and the launch's args)."""
+        if isinstance(obj, Field):
+            key = id(obj)
+            found = self.targets.get(key)
+            if found is None or found.data is not obj._data:
+                found = self.targets[key] = field_target(obj)
+            return found
+        value = obj if args is None else args[obj.index]
+        array = getattr(value, 'data', value)
+        found = self.targets.get(id(array))
+        if found is None or found.data is not array:
+            found = self.targets[id(array)] = plain_target(value, getattr(obj, 'name', 'ndarray'))
+        return found
+
+    def launch(self, summary, args, kernel_name, key):
+        """Before a launch: ([(Target, numpy index)] of read elements it will modify, which
+        the tape saves; whether it modifies elements earlier launches read or modified).
+        Raises when a gradient would be lost. `kernel_name` None: a no_grad kernel."""
+        check = None if kernel_name is None else lambda: self._check_gradient_flow(summary, kernel_name, args)
+        saves, touched = self._step(key, self._mark_launch, summary, args, check=check)
+        return [(self.target(obj, args), index) for obj, index in saves] if saves else saves, touched
+
+    def _mark_launch(self, summary, args):
+        saves, touched, writes = [], False, []
+        for obj, kind, box, _ in summary.accesses:
+            if kind != READ:
+                target = self.target(obj, args)
+                index = box.index(args, target.shape)
+                if target.marks[index].any():
+                    saves.append((obj, index))
+                touched = touched or target.written[index].any()
+                writes.append((target, index))
+        for obj, kind, box, _ in summary.accesses:
+            if kind == READ:
+                target = self.target(obj, args)
+                target.marks[box.index(args, target.shape)] = True
+        for target, index in writes:
+            target.written[index] = True
+        return saves, touched or bool(saves)
+
+    def replay(self, recording):
+        """Before a replay of a captured function (checked once, launch by launch): the
+        saves its writes need of what earlier launches read."""
+        if recording.footprint is None:
+            recording.footprint = _footprint(recording.calls, recording.launches.kernels)
+        saves = self._step(('replay', id(recording)), self._mark_replay, recording.footprint)
+        return [(self.target(obj, args), mask) for obj, args, mask in saves]
+
+    def _mark_replay(self, footprint):
+        saves = []
+        for obj, args, kind, mask in footprint:
+            target = self.target(obj, args)
+            if kind != READ and (target.marks & mask).any():
+                saves.append((obj, args, mask))
+        for obj, args, kind, mask in footprint:
+            target = self.target(obj, args)
+            if kind == READ:
+                target.marks |= mask
+            else:
+                target.written |= mask
+        return saves
+
+    def python_write(self, obj, index):
+        """Before a write from Python to `obj[index]`: (its Target, whether earlier launches
+        read those elements, whether they read or modified them)."""
+        target = self.target(obj)
+
+        def mark():
+            read = bool(target.marks[index].any())
+            touched = read or bool(target.written[index].any())
+            target.written[index] = True
+            return read, touched
+        key = ('python', id(target.data), repr(index))     # (slices are not hashable)
+        return (target,) + tuple(self._step(key, mark))
+
+    def _check_gradient_flow(self, summary, kernel_name, args):
+        """A float field or ndarray without a gradient written from values with one, and
+        read by a later kernel into results with one, cuts the gradient: an error (the
+        gradient would be silently zero)."""
+        flowing, sources, plain_writes = summary.gradient_flow()
+        if self.cut:
+            for obj in flowing:
+                cut = self.cut.get(id(self.target(obj, args).data))
+                if cut is not None:
+                    writer, names = cut
+                    raise AutodiffRuleError(
+                        f'the gradient would be lost: kernel {writer} writes {target_name(obj)} from '
+                        f'{names}, which have gradients, and kernel {kernel_name} reads it here into '
+                        f'results with gradients, but {obj.name} has no gradient. Declare it with '
+                        f'needs_grad=True (or place {obj.name}.grad); if it is meant as a constant, '
+                        f'compute it before the tape or in a ti.ad.no_grad kernel', summary.reads[obj].loc)
+        for obj in plain_writes:
+            self.cut[id(self.target(obj, args).data)] = (kernel_name, sources)
+
+
+def _footprint(calls, compiled):
+    """[(field or NdarrayArg, args, READ or a write, mask)]: the union of the elements the
+    launches read and modify, per field or ndarray."""
+    masks = {}
+    for (_, args), kernel in zip(calls, compiled):
+        for obj, kind, box, _ in kernel.access_summary().accesses:
+            if isinstance(obj, Field):
+                data, shape = obj._data, obj.shape
+            else:
+                data = getattr(args[obj.index], 'data', args[obj.index])
+                shape = data.shape[:obj.ndim]
+            key = (id(data), kind == READ)
+            if key not in masks:
+                masks[key] = (obj, args, READ if kind == READ else STORE, np.zeros(shape, dtype=bool))
+            masks[key][3][box.index(args, shape)] = True
+    return list(masks.values())
+
+
+def needs_saves(calls, compiled):
+    """Whether launches, run in order on a fresh tape, overwrite what an earlier one read."""
+    checker = TapeChecker()
+    return any(checker.launch(kernel.access_summary(), args, None, None)[0]
+               for (_, args), kernel in zip(calls, compiled))
