@@ -18,6 +18,12 @@ mathematics and different rounding, chosen per robot (`incremental`):
   cell's and adds a column of A dx (the offsets are compile-time constants), and C is
   gathered as 4 inv_dx (sum weight g_v offset^T - new_v fx^T), which costs fewer
   operations per cell.
+
+The kernels compute their terms in the order of the separate 2D and 3D kernels they
+replace, and the ti.funcs take their arguments as ti.template() (by reference, without
+copies): the adjoint kernels add up the adjoints of a value in the reverse order of its
+uses, so the order decides the last bits of the gradients (tests/sim_losses.json pins
+them), and the layout of the code a percent or two of speed.
 """
 import functools
 import itertools
@@ -45,10 +51,11 @@ def increments_axis(offset, d):
     return offset[d] > 0 and not any(offset[d + 1:])
 
 
-@ti.func
 def bspline(xp, inv_dx):
     """The stencil's base cell, the particle's position from it in cells, and the weights
-    w[k][d] of offset k along axis d."""
+    w[k][d] of offset k along axis d. Called in kernels, this plain Python function builds
+    the expressions when the kernel compiles (it reads no field, which would be read
+    then; see box_cells), without the argument copies of a ti.func."""
     base = ti.cast(xp * inv_dx - 0.5, ti.i32)
     fx = xp * inv_dx - ti.cast(base, float)
     w = [0.5 * (1.5 - fx) ** 2, 0.75 - (fx - 1) ** 2, 0.5 * (fx - 0.5) ** 2]
@@ -150,34 +157,37 @@ def p2g(particles, grid, actuation, material, dim, cfg, incremental):
     @ti.kernel
     def p2g(s: ti.i32, t: ti.i32):
         for p in range(n):
-            base, fx, w = bspline(x[s, p], inv_dx)
+            xp = x[s, p]
+            base, fx, w = bspline(xp, inv_dx)
             Cp, Fp = C[s, p], F[s, p]
             new_F = Fp + (dt * Cp) @ Fp                      # (I + dt C) F
             F[s + 1, p] = new_F
+            prepared = material.prepare(new_F)
             act = 0.0
             a = actuator_id[p]
             if a >= 0:
                 act = actuation[t, a] * act_strength
-            stress = material(new_F, act)
-            scatter(base, fx, w, scale * stress, MASS * v[s, p], Cp)
+            scatter(base, fx, w, scale * material.stress(new_F, prepared, act), Cp, v[s, p])
 
     return p2g
 
 
 def scatter_per_cell(grid, dim, cfg):
-    """A ti.func: add weight (m v + A dpos) and weight m to each cell of the stencil, with
-    A = stress + m C (`stress` already scaled by -dt p_vol 4 inv_dx^2, `momentum` = m v)."""
+    """A ti.func: add weight (m vp + A dpos) and weight m to each cell of the stencil, with
+    A = stress + m Cp (`stress` already scaled by -dt p_vol 4 inv_dx^2; `vp` the particle's
+    velocity, a field element read here)."""
     v_in, m_in, dx = grid.v_in, grid.m_in, 1 / cfg.n_grid
 
     @ti.func
-    def scatter(base, fx, w, stress, momentum, Cp):
+    def scatter(base: ti.template(), fx: ti.template(), w: ti.template(), stress: ti.template(),
+                Cp: ti.template(), vp: ti.template()):
         affine = stress + MASS * Cp
+        momentum = MASS * vp
         for offset in ti.static(stencil(dim)):
             dpos = (ti.Vector(offset) - fx) * dx
             cell_weight = weight(w, offset)
-            cell = base + ti.Vector(offset)
-            v_in[cell] += cell_weight * (momentum + affine @ dpos)
-            m_in[cell] += cell_weight * MASS
+            v_in[base + ti.Vector(offset)] += cell_weight * (momentum + affine @ dpos)
+            m_in[base + ti.Vector(offset)] += cell_weight * MASS
 
     return scatter
 
@@ -189,10 +199,11 @@ def scatter_incremental(grid, dim, cfg):
     v_in, m_in, dx = grid.v_in, grid.m_in, 1 / cfg.n_grid
 
     @ti.func
-    def scatter(base, fx, w, stress, momentum, Cp):
+    def scatter(base: ti.template(), fx: ti.template(), w: ti.template(), stress: ti.template(),
+                Cp: ti.template(), vp: ti.template()):
         affine = (stress + MASS * Cp) * dx
         columns = [ti.Vector([affine[r, d] for r in ti.static(range(dim))]) for d in ti.static(range(dim))]
-        start = momentum - affine @ fx
+        start = MASS * vp - affine @ fx
         sums = [start] * dim
         for offset in ti.static(stencil(dim)):
             for d in ti.static(range(dim)):
@@ -221,7 +232,9 @@ def g2p(particles, grid, dim, cfg, incremental):
         for p in range(n):
             xp = x[s, p]
             base, fx, w = bspline(xp, inv_dx)
-            new_v, new_C = gather(base, fx, w)
+            new_v = ti.Vector([0.0] * dim)
+            new_C = ti.Matrix([[0.0] * dim for _ in ti.static(range(dim))])
+            gather(base, fx, w, new_v, new_C)
             v[s + 1, p] = new_v
             x[s + 1, p] = xp + dt * new_v
             C[s + 1, p] = new_C
@@ -230,32 +243,31 @@ def g2p(particles, grid, dim, cfg, incremental):
 
 
 def gather_per_cell(grid, dim, inv_dx):
-    """A ti.func: (new_v, new_C) summed cell by cell."""
+    """A ti.func: add the particle's velocity and C, summed cell by cell, to the zeros
+    new_v and new_C (locals, changed in place)."""
     v_out = grid.v_out
 
     @ti.func
-    def gather(base, fx, w):
-        new_v = ti.Vector([0.0] * dim)
-        new_C = ti.Matrix([[0.0] * dim for _ in ti.static(range(dim))])
+    def gather(base: ti.template(), fx: ti.template(), w: ti.template(), new_v: ti.template(),
+               new_C: ti.template()):
         for offset in ti.static(stencil(dim)):
             dpos = ti.Vector(offset) - fx
             g_v = v_out[base + ti.Vector(offset)]
             cell_weight = weight(w, offset)
             new_v += cell_weight * g_v
             new_C += (4 * inv_dx * cell_weight) * g_v.outer_product(dpos)
-        return new_v, new_C
 
     return gather
 
 
 def gather_moments(grid, dim, inv_dx):
-    """A ti.func: (new_v, new_C) with new_C = 4 inv_dx (sum weight g_v offset^T - new_v
-    fx^T): moment[a] sums weight g_v offset[a] (the offsets are constants)."""
+    """A ti.func: as gather_per_cell, with new_C = 4 inv_dx (sum weight g_v offset^T -
+    new_v fx^T): moment[a] sums weight g_v offset[a] (the offsets are constants)."""
     v_out = grid.v_out
 
     @ti.func
-    def gather(base, fx, w):
-        new_v = ti.Vector([0.0] * dim)
+    def gather(base: ti.template(), fx: ti.template(), w: ti.template(), new_v: ti.template(),
+               new_C: ti.template()):
         moment = [ti.Vector([0.0] * dim) for _ in ti.static(range(dim))]
         for offset in ti.static(stencil(dim)):
             wg = weight(w, offset) * v_out[base + ti.Vector(offset)]
@@ -265,11 +277,9 @@ def gather_moments(grid, dim, inv_dx):
                     moment[a] += wg
                 if ti.static(offset[a] == 2):
                     moment[a] += 2.0 * wg
-        new_C = ti.Matrix([[0.0] * dim for _ in ti.static(range(dim))])
         for r in ti.static(range(dim)):
             for a in ti.static(range(dim)):
                 new_C[r, a] = (4 * inv_dx) * (moment[a][r] - new_v[r] * fx[a])
-        return new_v, new_C
 
     return gather
 

@@ -154,14 +154,15 @@ class MPMRobot(Simulation):
         self.F.data[0] = np.eye(self.dim)
 
     def grid_box(self, slot):
-        """(lo, hi) per axis (a dim x 2 array): the cells that the B-spline stencils of the
+        """[(lo, hi) per axis]: the cells that the B-spline stencils of the
         particles in `slot` cover (base .. base + 2 per axis), with one cell of margin for
         rounding."""
         n_grid = self.cfg.n_grid
         columns = np.ascontiguousarray(self.x.data[slot].T)      # contiguous rows reduce fastest
         low = np.floor(columns.min(axis=1).astype(np.float64) * n_grid - 0.5).astype(int) - 1
         high = np.floor(columns.max(axis=1).astype(np.float64) * n_grid - 0.5).astype(int) + 4
-        return np.clip(np.stack([low, high], axis=1), 0, n_grid)
+        return [(min(max(lo, 0), n_grid), min(max(hi, 0), n_grid))        # faster than np.clip
+                for lo, hi in zip(low.tolist(), high.tolist())]
 
     def step(self, slot, t):
         """Advance the state from `slot` to `slot + 1` at global step t."""
