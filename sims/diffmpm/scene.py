@@ -1,0 +1,26 @@
+"""The 2D robot of DiffTaichi's diffmpm (numpy only): five rectangles, a body on four legs."""
+import numpy as np
+
+# The robot: (x, y, width, height, actuator) rectangles, offset by ROBOT_OFFSET.
+ROBOT = [(0.0, 0.1, 0.3, 0.1, -1),
+         (0.0, 0.0, 0.05, 0.1, 0),
+         (0.05, 0.0, 0.05, 0.1, 1),
+         (0.2, 0.0, 0.05, 0.1, 2),
+         (0.25, 0.0, 0.05, 0.1, 3)]
+ROBOT_OFFSET = (0.1, 0.03)
+
+
+def robot_scene(n_grid):
+    """Particle positions, actuator ids (-1: passive) and the number of actuators: each
+    rectangle sampled with 2 particles per dx per axis."""
+    dx = 1 / n_grid
+    positions, actuators = [], []
+    for x, y, w, h, actuator in ROBOT:
+        w_count, h_count = int(w / dx) * 2, int(h / dx) * 2
+        i, j = np.meshgrid(np.arange(w_count), np.arange(h_count), indexing='ij')
+        px = x + (i.reshape(-1) + 0.5) * (w / w_count) + ROBOT_OFFSET[0]
+        py = y + (j.reshape(-1) + 0.5) * (h / h_count) + ROBOT_OFFSET[1]
+        positions.append(np.stack([px, py], axis=1))
+        actuators.append(np.full(w_count * h_count, actuator, np.int32))
+    actuator_ids = np.concatenate(actuators)
+    return np.concatenate(positions), actuator_ids, int(actuator_ids.max()) + 1
