@@ -5,8 +5,11 @@ import pkgutil
 from .base import Simulation
 
 
+SHARED = ('mpm',)       # packages that simulators share, not simulators
+
+
 def names():
-    return sorted(m.name for m in pkgutil.iter_modules(__path__) if m.ispkg)
+    return sorted(m.name for m in pkgutil.iter_modules(__path__) if m.ispkg and m.name not in SHARED)
 
 
 def load(name):

@@ -18,7 +18,7 @@ from . import structs
 from ..core.context import ctx
 from ..core.program import current as current_program
 from ..core import dtypes as T
-from ..core.errors import TaichiRuntimeError
+from ..core.errors import TaichiRuntimeError, TaichiSyntaxError, user_line
 from .matrix import Matrix
 
 
@@ -144,6 +144,8 @@ class Field:
         """The values as a numpy array (a view: writing it writes the field)."""
         if ctx.capture is not None:
             ctx.capture.refuse_python_access(self)
+        if ops.current_builder() is not None:
+            raise _read_while_compiling(self)
         return self._data
 
     @data.setter
@@ -280,6 +282,16 @@ class FieldElement(Matrix):
         super().__setitem__(index, value)
         entry = np.unravel_index(self._flat_index(index), self.shape)
         self._field._write(self._key + tuple(int(i) for i in entry), value)
+
+
+def _read_while_compiling(field):
+    """A field's values touched from Python while a kernel is being compiled: a plain
+    Python function (not a @ti.func) called in the kernel runs once, at compile time, so
+    it would bake in the values of that moment (Taichi reads them at run time)."""
+    return TaichiSyntaxError(f'field {field.name} is accessed from Python code while a kernel is compiled, '
+                             f'at {user_line()}: a plain Python function called in a kernel runs once, '
+                             f'when the kernel compiles, and would use the values of that moment; make it '
+                             f'a @ti.func (or pass the values as kernel arguments)')
 
 
 def _observed_write(owner, array, index, values):
