@@ -50,6 +50,7 @@ class IRError(TaichiRuntimeError):
 
 
 BREAK, CONTINUE, RETURN = 1, 2, 3    # what a statement returns to leave its block
+_LEAVE = {BREAK: None, RETURN: RETURN}   # a loop body's signals that end the loop: what the loop returns
 STACKS, RNG = object(), object()     # env keys of the running task's autodiff stacks, random state
 
 
@@ -377,10 +378,8 @@ class _Compiler:
         def run(env):
             while True:
                 signal = _run(body, env)
-                if signal == BREAK:
-                    return None
-                if signal == RETURN:
-                    return RETURN
+                if signal in _LEAVE:
+                    return _LEAVE[signal]
         return run
 
     def op_break(self, s):
@@ -411,10 +410,8 @@ class _Compiler:
             for i in range(env[begin], env[end]):
                 env[index] = i if to_i32 is None else to_i32(i)
                 signal = _run(body, env)
-                if signal == BREAK:
-                    return None
-                if signal == RETURN:
-                    return RETURN
+                if signal in _LEAVE:
+                    return _LEAVE[signal]
         return run
 
     def parallel_for(self, s):
