@@ -186,7 +186,7 @@ def _fold_select(cond, a, b):
     if a is b:
         return a
     if cond.op == 'const':
-        return a if cond.attrs['value'] else b
+        return a if _value_of(cond) != 0 else b
     return None
 
 
@@ -228,11 +228,11 @@ def _computed(stmt):
         if not all(math.isfinite(v) for v in values):
             return None
         with np.errstate(all='ignore'):
-            result = _FOLDS[stmt.op](*values, float=True)
+            result = _FOLDS[stmt.op](*values, is_float=True)
         if result is None or stmt.dtype.is_int:     # a comparison gives an i32
             return None if result is None else int(result)
         return float(result) if math.isfinite(result) else None
-    result = _FOLDS[stmt.op](*values, float=False)
+    result = _FOLDS[stmt.op](*values, is_float=False)
     return None if result is None else ops.convert_number(int(result), stmt.dtype)
 
 
@@ -254,33 +254,33 @@ def _cast(value, source, target):
 
 
 def _nonzero_divisor(fn):
-    return lambda a, b, float: None if b == 0 else fn(a, b, float)
+    return lambda a, b, is_float: None if b == 0 else fn(a, b, is_float)
 
 
 def _integers_only(fn):
-    return lambda *values, float: None if float else fn(*values)
+    return lambda *values, is_float: None if is_float else fn(*values)
 
 
 _FOLDS = {
-    'add': lambda a, b, float: a + b,
-    'sub': lambda a, b, float: a - b,
-    'mul': lambda a, b, float: a * b,
-    'truediv': _nonzero_divisor(lambda a, b, float: a / b if float else None),
-    'floordiv': _nonzero_divisor(lambda a, b, float: None if float else a // b),
-    'mod': _nonzero_divisor(lambda a, b, float: None if float else a % b),
-    'neg': lambda a, float: -a,
-    'abs': lambda a, float: abs(a),
-    'min': lambda a, b, float: ops.py_min(a, b),
-    'max': lambda a, b, float: ops.py_max(a, b),
-    'lt': lambda a, b, float: a < b,
-    'le': lambda a, b, float: a <= b,
-    'gt': lambda a, b, float: a > b,
-    'ge': lambda a, b, float: a >= b,
-    'eq': lambda a, b, float: a == b,
-    'ne': lambda a, b, float: a != b,
-    'logical_and': lambda a, b, float: a != 0 and b != 0,
-    'logical_or': lambda a, b, float: a != 0 or b != 0,
-    'logical_not': lambda a, float: a == 0,
+    'add': lambda a, b, is_float: a + b,
+    'sub': lambda a, b, is_float: a - b,
+    'mul': lambda a, b, is_float: a * b,
+    'truediv': _nonzero_divisor(lambda a, b, is_float: a / b if is_float else None),
+    'floordiv': _nonzero_divisor(lambda a, b, is_float: None if is_float else a // b),
+    'mod': _nonzero_divisor(lambda a, b, is_float: None if is_float else a % b),
+    'neg': lambda a, is_float: -a,
+    'abs': lambda a, is_float: abs(a),
+    'min': lambda a, b, is_float: ops.py_min(a, b),
+    'max': lambda a, b, is_float: ops.py_max(a, b),
+    'lt': lambda a, b, is_float: a < b,
+    'le': lambda a, b, is_float: a <= b,
+    'gt': lambda a, b, is_float: a > b,
+    'ge': lambda a, b, is_float: a >= b,
+    'eq': lambda a, b, is_float: a == b,
+    'ne': lambda a, b, is_float: a != b,
+    'logical_and': lambda a, b, is_float: a != 0 and b != 0,
+    'logical_or': lambda a, b, is_float: a != 0 or b != 0,
+    'logical_not': lambda a, is_float: a == 0,
     'bit_and': _integers_only(lambda a, b: a & b),
     'bit_or': _integers_only(lambda a, b: a | b),
     'bit_xor': _integers_only(lambda a, b: a ^ b),
