@@ -375,3 +375,18 @@ def test_field_of_an_earlier_program_is_an_error():
     with pytest.raises(ti.TaichiSyntaxError, match='earlier ti.init'):
         fill()
     assert np.all(b.to_numpy() == 0)
+
+
+def test_an_index_out_of_range_in_a_group_of_stencil_reads_names_its_own_line(ti_init):
+    # reads x[i], x[i - 4] share one range check (bounds.grouped_checks): the error names
+    # the read that is out of range, not the first of the group
+    x = ti.field(ti.f32, shape=4)
+
+    @ti.kernel
+    def k(i: ti.i32) -> ti.f32:
+        a = x[i] * 2.0
+        return a + x[i - 4]
+
+    with pytest.raises(ti.TaichiIndexError) as info:
+        k(3)
+    assert 'return a + x[i - 4]' in str(info.value) and 'index (-1,)' in str(info.value)

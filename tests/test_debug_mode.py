@@ -100,3 +100,18 @@ def test_release_mode_does_not_check_or_crash():
 
     risky()          # no error, no trap: the values are unspecified
     assert np.isnan(x[0])
+
+
+def test_integer_selects_compile_in_debug_mode(debug):
+    # the NaN/Inf check is for floats: an integer select has none (it failed to compile)
+    o = ti.field(ti.i32, shape=4)
+
+    @ti.kernel
+    def k(a: ti.i32, b: ti.i32):
+        o[0] = ti.select(a > b, a, b)
+        o[1] = a if a < b else b
+        o[2] = ti.cast(a, ti.u8) if a > 0 else ti.cast(b, ti.u8)
+        o[3] = ti.select(ti.Vector([a > 0, b > 0]), ti.Vector([1, 2]), ti.Vector([3, 4]))[1]
+
+    k(3, 2)
+    assert o.to_numpy().tolist() == [3, 2, 3, 2]

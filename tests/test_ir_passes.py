@@ -357,7 +357,7 @@ def _dead_and_alive(b):
     ops.emit('random', (), T.f32)                                  # unused, but it advances the generator
     then, other = branch(b, n > 0)
     with then:
-        ops.emit('global_load', [n], T.f32, target=field, component=0)     # dead: the if goes
+        ops.emit('global_load', [n], T.f32, target=field, component=0)     # unused, but its index is checked
     i, body = loop(b, 0, n)
     with body:
         ops.emit('sin', [x], T.f32)                                # dead
@@ -372,8 +372,13 @@ def test_dead_code_goes_and_effects_stay(ti_init):
         %1 = arg() offset=8 : i32
         %2 = random() : f32
         %3 = const() value=0 : i32
-        for(%3, %1) index=%4 parallel=False
-          global_store(%4, %0) component=0 target=field(field#0, (4,), (), f32)
+        %4 = gt(%1, %3) : i32
+        if(%4)
+          then:
+            %5 = global_load(%1) component=0 target=field(field#0, (4,), (), f32) : f32
+        %6 = const() value=0 : i32
+        for(%6, %1) index=%7 parallel=False
+          global_store(%7, %0) component=0 target=field(field#0, (4,), (), f32)
         while()
           break()''')
 
@@ -542,3 +547,67 @@ def test_generated_programs_compute_the_same_values_and_derivatives_simplified(m
                 assert simplified.tobytes() == built.tobytes(), f'values differ from the IR as built\n{source}'
             np.testing.assert_allclose(simplified, built, rtol=1e-12, atol=1e-14, err_msg=f'{key}\n{source}')
     check()
+
+
+# --- found by the adversarial review ------------------------------------------------------
+
+def test_an_unused_read_out_of_range_still_raises(ti_init):
+    x = ti.field(ti.f32, shape=4)
+
+    @ti.kernel
+    def k(i: ti.i32):
+        a = x[i]        # noqa: F841 - never used: dead code, but its index is checked
+        x[0] = 1.0
+
+    with pytest.raises(ti.TaichiIndexError, match=r'index \(10,\) is out of range for field x'):
+        k(10)
+
+
+def test_folding_an_overflowing_f32_constant_warns_nothing(ti_init):
+    import warnings
+    o = ti.field(ti.f32, shape=1)
+
+    @ti.kernel
+    def k():
+        z = 0.0
+        o[0] = 1e39 + z
+
+    with warnings.catch_warnings():
+        warnings.simplefilter('error')
+        k()
+    assert o[0] == float('inf')
+
+
+def test_another_thread_may_read_fields_while_a_kernel_compiles(ti_init):
+    import threading
+    x = ti.field(ti.f32, shape=2)
+    read = []
+
+    def helper():       # runs while k compiles: another thread's Python reads are its own
+        thread = threading.Thread(target=lambda: read.append(x[1]))
+        thread.start()
+        thread.join()
+        return 2.0
+
+    @ti.kernel
+    def k():
+        x[0] = helper()
+
+    x[1] = 3.0
+    k()
+    assert read == [3.0] and x[0] == 2.0
+
+
+def test_a_plain_python_helper_may_not_read_fields_in_a_kernel(ti_init):
+    x = ti.field(ti.i32, shape=2)
+    out = ti.field(ti.i32, shape=())
+
+    def helper():
+        return x[0]     # would be read once, at compile time
+
+    @ti.kernel
+    def k():
+        out[None] = helper()
+
+    with pytest.raises(ti.TaichiSyntaxError, match='a plain Python function called in a kernel'):
+        k()

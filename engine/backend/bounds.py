@@ -209,8 +209,9 @@ def grouped_checks(body, ranges):
     different constants, one after another in a block (an MPM stencil: `grid[base + o]`
     for nine offsets o): the first checks that the whole run of offsets is in range.
 
-    Returns ({(access, axis): (low, high)}: the first of each group checks its index plus
-    low .. plus high; {(access, axis)}: the later ones, already checked). A group ends
+    Returns ({(access, axis): (low, high, at_low, at_high)}: the first of each group checks
+    its index plus low .. plus high, and names the line of the member at_low or at_high that
+    is out of range; {(access, axis)}: the later ones, already checked). A group ends
     where the block may stop early (a break, continue or return, also inside a branch or
     loop) or the local holding the base is stored again, so every later member would
     have run after the check."""
@@ -230,7 +231,7 @@ def _blocks(block):
 
 
 def _group_block(block, ranges, leaders, covered):
-    groups = {}      # (target, axis, base) -> [leader, its constant, lowest, highest]
+    groups = {}      # (target, axis, base) -> [leader, its constant, lowest, highest, at lowest, at highest]
 
     def forget_cells(cells):
         for key in [k for k in groups if k[2] in cells]:
@@ -256,11 +257,14 @@ def _group_block(block, ranges, leaders, covered):
             key = (s.attrs['target'], axis, base.args[0] if base.op == 'local_load' else base)
             if key in groups:
                 group = groups[key]
-                group[2], group[3] = min(group[2], c), max(group[3], c)
+                if c < group[2]:
+                    group[2], group[4] = c, s
+                if c > group[3]:
+                    group[3], group[5] = c, s
                 covered.add((s, axis))
-                leaders[(group[0], axis)] = (group[2] - group[1], group[3] - group[1])
+                leaders[(group[0], axis)] = (group[2] - group[1], group[3] - group[1], group[4], group[5])
             else:
-                groups[key] = [s, c, c, c]
+                groups[key] = [s, c, c, c, s, s]
 
 
 def walk_children(s):

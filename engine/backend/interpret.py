@@ -467,7 +467,8 @@ class InterpretedKernel(CompiledKernel):
         self.uses_random = any(s.op == 'random' for s in stmts)
         self._args = None
         compiler = _Compiler(self)
-        self.code = compiler.block(body)
+        with np.errstate(all='ignore'):     # constants rounded to f32 may overflow to inf
+            self.code = compiler.block(body)
         self.constants = compiler.constants
 
     def launch(self, args):

@@ -8,6 +8,7 @@ each owning its blocks in `attrs`. Vectors and matrices never reach the IR: the
 frontend scalarizes them.
 """
 import itertools
+import threading
 
 _ids = itertools.count()
 
@@ -104,13 +105,19 @@ class _OpenBlock:
         self.builder._stack.pop()
 
 
-_builders = []
+class _Builders(threading.local):
+    """The builders IR is emitted into, innermost last: one stack per thread, so that a
+    thread compiling a kernel does not capture what another thread computes."""
+    def __init__(self):
+        self.stack = []
+
+
+_builders = _Builders()
 
 
 def current_builder():
-    if not _builders:
-        return None
-    return _builders[-1]
+    stack = _builders.stack
+    return stack[-1] if stack else None
 
 
 class building:
@@ -120,11 +127,11 @@ class building:
         self.builder = builder
 
     def __enter__(self):
-        _builders.append(self.builder)
+        _builders.stack.append(self.builder)
         return self.builder
 
     def __exit__(self, *exc):
-        _builders.pop()
+        _builders.stack.pop()
 
 
 # ----------------------------------------------------------------------------

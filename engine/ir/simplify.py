@@ -27,11 +27,11 @@ built (the interpreter and debug mode run that one), and its adjoint the same gr
    those reads in the primal kernel, but in the adjoint each read becomes a read-modify-
    write of the gradient, which LLVM cannot merge: merged here, one read of the element
    gets one adjoint add.
-2. `eliminate_dead_code` removes what no effect depends on: pure statements and loads
-   whose values nothing uses, stores to locals that nothing reads, `if`s and `for`s left
-   without effects. Kept always: global stores, atomics, prints, asserts, component
-   checks, `random` (it advances the generator), autodiff stacks, `while` loops (one may
-   never end), jumps and returns. Dead loads matter most in the adjoint, which recomputes
+2. `eliminate_dead_code` removes what no effect depends on: pure statements and local
+   loads whose values nothing uses, stores to locals that nothing reads, `if`s and `for`s
+   left without effects. Kept always: global loads and stores (their indices are
+   checked), atomics, prints, asserts, component checks, `random` (it advances the
+   generator), autodiff stacks, `while` loops (one may never end), jumps and returns. Dead loads matter most in the adjoint, which recomputes
    every primal value it keeps.
 """
 import math
@@ -219,7 +219,13 @@ def _is(value, number):
 
 
 def _computed(stmt):
-    """The value of an op of constants, or None where it is not folded."""
+    """The value of an op of constants, or None where it is not folded. numpy's warnings
+    (an f32 constant that overflows, ...) are off: the folded result says it all."""
+    with np.errstate(all='ignore'):
+        return _computed_quietly(stmt)
+
+
+def _computed_quietly(stmt):
     source = stmt.args[-1].dtype
     values = [_value_of(a) for a in stmt.args]
     if stmt.op == 'cast':
@@ -227,8 +233,7 @@ def _computed(stmt):
     if source.is_float:
         if not all(math.isfinite(v) for v in values):
             return None
-        with np.errstate(all='ignore'):
-            result = _FOLDS[stmt.op](*values, is_float=True)
+        result = _FOLDS[stmt.op](*values, is_float=True)
         if result is None or stmt.dtype.is_int:     # a comparison gives an i32
             return None if result is None else int(result)
         return float(result) if math.isfinite(result) else None
@@ -292,7 +297,9 @@ _FOLDS = {
 # ----------------------------------------------------------------------------
 # Dead code
 
-_REMOVABLE = (frozenset(ops.OPS) - {'random'}) | {'const', 'arg', 'ndarray_shape', 'local_load', 'global_load',
+# A field or ndarray read stays even when nothing uses its value: its index is checked
+# (an index out of range raises, also where the value is dead).
+_REMOVABLE = (frozenset(ops.OPS) - {'random'}) | {'const', 'arg', 'ndarray_shape', 'local_load',
                                                   'alloca', 'local_store', 'local_atomic', 'if', 'for'}
 
 

@@ -70,15 +70,16 @@ class ChecksEmitter:
         with self.b.if_then(bad, likely=False):
             self.record(stmt, code, target, words)
 
-    def record(self, stmt, code, target=None, words=(), ident=None):
-        """Record error `code` at stmt's source line, the field or ndarray it names (`target`;
-        or another `ident`) and up to 8 more words (the first error wins)."""
+    def record(self, stmt, code, target=None, words=(), ident=None, line=None):
+        """Record error `code` at stmt's source line (or `line`, an index of the kernel's
+        table of lines computed at run time), the field or ndarray it names (`target`; or
+        another `ident`) and up to 8 more words (the first error wins)."""
         b = self.b
         flag = self.rt_word(rt.RT_ERROR_FLAG)
         code = code if isinstance(code, llir.Value) else I64(code)
         first = b.extract_value(b.cmpxchg(flag, I64(0), code, 'monotonic', 'monotonic'), 1)
         with b.if_then(first):
-            b.store(I64(self.km.location_id(stmt.loc)), self.rt_word(rt.RT_ERROR_LOC))
+            b.store(line if line is not None else I64(self.km.location_id(stmt.loc)), self.rt_word(rt.RT_ERROR_LOC))
             if ident is None:
                 ident = -1 if target is None else target.id if isinstance(target, Field) else -1 - target.index
             b.store(I64(ident), self.rt_word(rt.RT_ERROR_FIELD))
@@ -95,15 +96,14 @@ class ChecksEmitter:
         def finite(v):      # v - v is 0 for finite v, NaN for NaN and +-Inf
             d = b.fsub(v, v)
             return b.fcmp_ordered('==', d, d)
-        if stmt in self.km.unchecked:
-            return
+        if stmt in self.km.unchecked or stmt.dtype is None or not stmt.dtype.is_float:
+            return          # integers are never NaN or infinite
         if stmt.attrs.get('nan_guard') or (stmt.op == 'select' and any(a in self.km.unchecked for a in stmt.args)):
             # a gradient term (ops.chain), or a select that takes an unchecked arm: the value
             # leaving it must be finite
             self.report(stmt, b.not_(finite(result)), rt.ERROR_NON_FINITE)
             return
-        if (stmt.dtype is None or not stmt.dtype.is_float or stmt.op in ('select', 'stop_grad')
-                or stmt in self.km.unchecked):
+        if stmt.op in ('select', 'stop_grad'):
             return
         inputs_ok = I1(1)
         for a, v in zip(stmt.args, args):
@@ -171,16 +171,18 @@ class ChecksEmitter:
         moves the check in front of it and the loop keeps its vector code."""
         b = self.b
         bad = I1(0)
-        reported = list(indices)
+        reported, line = list(indices), I64(self.km.location_id(stmt.loc))
         for axis in axes:
-            low, high = self.km.group_checks.get((stmt, axis), (0, 0))   # bounds.grouped_checks
+            low, high, at_low, at_high = self.km.group_checks.get((stmt, axis), (0, 0, stmt, stmt))
             first, last = b.add(indices[axis], I64(low)), b.add(indices[axis], I64(high))
             first_bad, last_bad = (b.icmp_unsigned('>=', v, extents[axis]) for v in (first, last))
-            bad = b.or_(bad, b.or_(first_bad, last_bad))
-            if (low, high) != (0, 0):          # name an index of the group that is out of range
+            if (low, high) != (0, 0):          # name the member of the group that is out of range, and its line
                 reported[axis] = b.select(first_bad, first, b.select(last_bad, last, indices[axis]))
+                line = b.select(b.and_(b.not_(bad), first_bad), I64(self.km.location_id(at_low.loc)),
+                                b.select(b.and_(b.not_(bad), last_bad), I64(self.km.location_id(at_high.loc)), line))
+            bad = b.or_(bad, b.or_(first_bad, last_bad))
         with b.if_then(bad, likely=False):
-            self.record(stmt, rt.ERROR_INDEX, target, reported)
+            self.record(stmt, rt.ERROR_INDEX, target, reported, line=line)
             b.branch(self.abort_block())
 
     # --- random numbers: splitmix64 over a per-iteration state ----------------------
