@@ -5,26 +5,26 @@ from .core.errors import (TaichiAssertionError, TaichiCompilationError, TaichiIn
                           TaichiNameError, TaichiNotImplementedError, TaichiRuntimeError, TaichiSyntaxError,
                           TaichiTypeError)
 from .core.errors import USER_ERRORS as _USER_ERRORS, user_frames_only as _user_frames_only
-from .lang.fields import ComponentField, Field, Ndarray, ndarray
-from .lang.placement import Layout, axes, field, i, ij, ijk, ijkl, ik, j, jk, k, l, root  # noqa: E741
+from .language.fields import ComponentField, Field, Ndarray, ndarray
+from .language.placement import Layout, axes, field, i, ij, ijk, ijkl, ik, j, jk, k, l, root  # noqa: E741
 from .runtime.ad import Tape, clear_all_gradients
-from .lang.frontend import (atomic_add, atomic_and, atomic_max, atomic_min, atomic_or, atomic_sub, atomic_xor,
+from .language.frontend import (atomic_add, atomic_and, atomic_max, atomic_min, atomic_or, atomic_sub, atomic_xor,
                             block_local, func, grouped, loop_config, ndrange, static, static_assert,
                             static_print, stop_grad, template)
 from .runtime.kernels import Kernel, NdarrayType, data_oriented, kernel
-from .lang.linalg import eig, polar_decompose, solve, svd, sym_eig
-from .lang.math import assume_in_range, bit_shr, one, raw_div, raw_mod, zero
-from .lang.math import (abs, acos, asin, atan2, bit_and, bit_or, bit_xor, cast, ceil, cos, exp, floor, log,
+from .language.linalg import eig, polar_decompose, solve, svd, sym_eig
+from .language.math import assume_in_range, bit_shr, one, raw_div, raw_mod, zero
+from .language.math import (abs, acos, asin, atan2, bit_and, bit_or, bit_xor, cast, ceil, cos, exp, floor, log,
                         max, min, pow, random, randn, round, rsqrt, select, sin, sqrt, tan, tanh)
 from .gui import GUI, hex_to_rgb, rgb_to_hex
 from . import tools, types
-from .lang import linalg, math  # ti.math, ti.linalg
+from .language import linalg, math  # ti.math, ti.linalg
 from .backend import cache as _cache
 from .unsupported import refuse as _refuse
-from .lang.pyfunc import pyfunc
-from .lang.matrix import Matrix, Vector
-from .lang.structs import Struct, StructType, dataclass
-from .lang.struct_fields import StructField
+from .language.pyfunc import pyfunc
+from .language.matrix import Matrix, Vector
+from .language.structs import Struct, StructType, dataclass
+from .language.struct_fields import StructField
 from .runtime.replay import CaptureError, capture
 from .core.program import init as _init, reset as _reset
 from .core.dtypes import (f32, f64, float32, float64, i8, i16, i32, i64, int8, int16, int32, int64, u8, u16,

@@ -12,7 +12,7 @@ from .unsupported import MISSING
 
 
 # Taichi's modules that programs import (`import taichi.math as tm`), and the engine's
-PUBLIC_MODULES = {'math': 'engine.lang.math', 'linalg': 'engine.lang.linalg', 'ad': 'engine.runtime.ad',
+PUBLIC_MODULES = {'math': 'engine.language.math', 'linalg': 'engine.language.linalg', 'ad': 'engine.runtime.ad',
                   'profiler': 'engine.runtime.profiler', 'types': 'engine.types', 'tools': 'engine.tools'}
 
 

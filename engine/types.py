@@ -2,10 +2,10 @@
 kernel signatures, fields and ndarrays, and Taichi's names of the scalar types."""
 from .core.dtypes import (f32, f64, float32, float64, i8, i16, i32, i64, int8, int16, int32, int64, u8, u16,
                           u32, u64, uint8, uint16, uint32, uint64)
-from .lang.frontend import template  # noqa: F401
+from .language.frontend import template  # noqa: F401
 from .runtime.kernels import NdarrayType as ndarray  # noqa: F401
-from .lang.math import MatrixType, VectorType
-from .lang.structs import StructType
+from .language.math import MatrixType, VectorType
+from .language.structs import StructType
 from .unsupported import refuse
 
 
@@ -19,7 +19,7 @@ def matrix(n, m, dtype=float):
 
 
 def struct(**members):
-    """`ti.types.struct(a=ti.f32, v=ti.math.vec3)`: a struct type (engine/lang/structs.py)."""
+    """`ti.types.struct(a=ti.f32, v=ti.math.vec3)`: a struct type (engine/language/structs.py)."""
     return StructType(members)
 
 

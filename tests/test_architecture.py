@@ -12,7 +12,7 @@ import pathlib
 import pytest
 
 ENGINE = pathlib.Path(__file__).resolve().parent.parent / 'engine'
-LAYERS = ['core', 'ir', 'lang', 'autodiff', 'backend', 'runtime', 'api']   # bottom to top
+LAYERS = ['core', 'ir', 'language', 'autodiff', 'backend', 'runtime', 'api']   # bottom to top
 OPTIONAL = {'imageio', 'cv2'}          # third-party libraries the engine runs without
 MAX_FUNCTION_LINES, MAX_FILE_LINES = 50, 600
 

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import engine as ti
-from engine.lang import abi
+from engine.language import abi
 from ad_helpers import f64, fd_check, set_field  # noqa: F401  (f64 is a fixture)
 
 pytestmark = pytest.mark.usefixtures('ti_init')

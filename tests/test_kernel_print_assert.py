@@ -1,4 +1,4 @@
-"""Run-time `print` and `assert` in kernels (engine/lang/printing.py).
+"""Run-time `print` and `assert` in kernels (engine/language/printing.py).
 
 Native code records what a launch prints and Python writes the text to sys.stdout after
 the launch, so capsys sees it like any print from Python.
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import engine as ti
-from engine.lang import printing
+from engine.language import printing
 from engine.core import program
 
 

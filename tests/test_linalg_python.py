@@ -9,12 +9,12 @@ differentiable ops, and never produces inf/NaN derivatives at edge cases.
 import numpy as np
 import pytest
 
-from engine.lang import linalg
+from engine.language import linalg
 from engine.ir import ops
 from engine.core import dtypes as T
 from engine.core.errors import TaichiTypeError
 from engine.ir.nodes import Builder, building
-from engine.lang.matrix import Matrix
+from engine.language.matrix import Matrix
 
 
 def _rot3(axis, angle):

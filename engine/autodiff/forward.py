@@ -14,7 +14,7 @@ i.e. Hessian-vector products (forward over reverse). For that, `.grad` fields
 have a `.dual` as well.
 """
 from ..ir import ops
-from ..lang.fields import Field
+from ..language.fields import Field
 from ..ir.nodes import Block, Builder, building, walk
 from .finite import finite_partials
 from .refusals import refuse

@@ -26,7 +26,7 @@ from ..ir import ops
 from ..core.errors import AutodiffError
 from .finite import finite_partials
 from .refusals import refuse
-from ..lang.fields import Field
+from ..language.fields import Field
 from ..ir.nodes import Block, Builder, Identity, building, used_from_outside, walk
 from .jumps import without_jumps
 

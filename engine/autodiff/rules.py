@@ -32,7 +32,7 @@ store over elements the tape used also ends their gradient (its value is a const
 the tape); over elements it has not touched yet it sets an input, as in Taichi.
 """
 from ..core.errors import AutodiffRuleError
-from ..lang.fields import Field
+from ..language.fields import Field
 from ..ir.nodes import BLOCK_ATTRS, walk
 
 READ, STORE, ADD = 'read', 'store', 'accumulate'

@@ -14,9 +14,9 @@ from ..core import dtypes as T
 from ..ir import ops
 from ..core.errors import TaichiSyntaxError
 from .forward import TangentPass
-from ..lang.frontend import Func
+from ..language.frontend import Func
 from ..ir.nodes import Block, walk
-from ..lang.matrix import Matrix
+from ..language.matrix import Matrix
 
 
 def _entries(value):

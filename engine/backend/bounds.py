@@ -12,7 +12,7 @@ could leave the type's range may have wrapped, so its result may be anything too
 index is proven only when it is the index of a loop whose end is that very extent
 (`for i in range(a.shape[0])`).
 """
-from ..lang.fields import Field
+from ..language.fields import Field
 from ..ir.nodes import walk
 
 

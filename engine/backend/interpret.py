@@ -29,16 +29,16 @@ import sys
 import numpy as np
 
 from ..ir import ops
-from ..lang import printing
+from ..language import printing
 from ..core.context import ctx
 from ..core import dtypes as T
 from ..core import program as rt
 from .cpu.codegen import captured_values, shared_locals, values_that_only_feed_select_arms
 from ..core.errors import (TaichiIndexError, TaichiNonFiniteError, TaichiRuntimeError, TaichiTypeError,
                            TaichiZeroDivisionError)
-from ..lang.fields import Field
+from ..language.fields import Field
 from ..ir.nodes import walk
-from ..lang.abi import as_array as _as_array, scalar_format as _scalar_format
+from ..language.abi import as_array as _as_array, scalar_format as _scalar_format
 from .interpret_scalars import GOLDEN, M64, WRAP, cast_fn, mix64, rounding, same, scalar_fn, seed
 from .launch import CompiledKernel
 from ..ir.verify import verify
@@ -232,7 +232,7 @@ class _Compiler:
             env[s] = value(mix64(rng[0]))
         return run
 
-    # --- run-time print and assert (engine/lang/printing.py): text as native launches print it ---
+    # --- run-time print and assert (engine/language/printing.py): text as native launches print it ---
     def op_print(self, s):
         fmt, values = s.attrs['format'], s.args
 

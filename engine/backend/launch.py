@@ -13,11 +13,11 @@ import numpy as np
 
 from . import bounds
 from .cpu import codegen, jit
-from ..lang import printing, structs
+from ..language import printing, structs
 from ..autodiff import rules
 from ..core import dtypes as T
-from ..lang.abi import as_array, call_error, scalar_format
-from ..lang.fields import Field
+from ..language.abi import as_array, call_error, scalar_format
+from ..language.fields import Field
 from ..ir.nodes import walk
 from .native_errors import raise_recorded_error
 from ..core.program import RT_SHADOW

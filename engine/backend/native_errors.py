@@ -9,7 +9,7 @@ import numpy as np
 
 from ..core.errors import (AutodiffRuleError, TaichiIndexError, TaichiNonFiniteError, TaichiRuntimeError,
                            TaichiZeroDivisionError)
-from ..lang.printing import assertion_error
+from ..language.printing import assertion_error
 from ..core.program import (ERROR_ASSERT, ERROR_COMPONENT, ERROR_INDEX, ERROR_NON_FINITE, ERROR_OUT_OF_MEMORY,
                             ERROR_RACE, ERROR_RULE1, ERROR_RULE2, ERROR_ZERO_DIVISION, RT_ERROR_FIELD,
                             RT_ERROR_FLAG, RT_ERROR_INDEX, RT_ERROR_LOC)

@@ -11,7 +11,7 @@ import numpy as np
 from . import replay
 from ..core.context import ctx
 from ..core.program import current as current_program
-from ..lang.fields import Field
+from ..language.fields import Field
 from .kernels import Kernel
 from .tape import Tape
 from .finite_diff import GradientCheckError, restore_fields, snapshot_fields

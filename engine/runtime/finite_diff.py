@@ -10,7 +10,7 @@ from dataclasses import dataclass, field as dc_field
 
 import numpy as np
 
-from ..lang.fields import Field
+from ..language.fields import Field
 from ..core.program import current as current_program
 
 

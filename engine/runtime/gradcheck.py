@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .finite_diff import apply_shift, display_name, compare, restore_fields, snapshot_fields
-from ..lang.fields import Field
+from ..language.fields import Field
 from .tape import Tape
 
 

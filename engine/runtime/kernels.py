@@ -12,12 +12,12 @@ import numpy as np
 from ..core import dtypes as T
 from ..ir import ops
 from . import pipeline
-from ..lang import structs
-from ..lang.abi import ArgSpec, NdarrayType, as_array, call_error, element_shape_of, key_of
+from ..language import structs
+from ..language.abi import ArgSpec, NdarrayType, as_array, call_error, element_shape_of, key_of
 from ..core.context import ctx
 from ..core.errors import USER_ERRORS, SourceLocation, TaichiTypeError, user_frames_only
-from ..lang.fields import Field, Ndarray
-from ..lang.frontend import FunctionSource, Template
+from ..language.fields import Field, Ndarray
+from ..language.frontend import FunctionSource, Template
 from ..core.program import current as current_program
 
 

@@ -24,10 +24,10 @@ from ..backend.cpu import codegen, jit, threadpool
 from ..autodiff import forward, jumps, reverse
 from ..ir import printer, simplify, verify
 from . import profiler
-from ..lang.abi import ArgLayout
+from ..language.abi import ArgLayout
 from ..core.errors import TaichiSyntaxError
-from ..lang.fields import Field
-from ..lang.frontend import KernelBuilder
+from ..language.fields import Field
+from ..language.frontend import KernelBuilder
 from ..backend.interpret import InterpretedKernel
 from ..backend.launch import CompiledKernel
 

@@ -8,7 +8,7 @@ replays its adjoints this way; `ti.capture` replays a whole forward pass.
 The loop stops at the first launch that reports an error (debug-mode checks,
 autodiff stack out of memory) and Python turns it into the kernel's exception.
 Before each call the loop stores the launch's index in the runtime, so that the prints
-of a replayed list are told apart by launch (engine/lang/printing.py); they are printed after
+of a replayed list are told apart by launch (engine/language/printing.py); they are printed after
 the loop, before any error is raised.
 """
 import ctypes
@@ -17,7 +17,7 @@ import numpy as np
 
 from ..backend.cpu import jit
 from . import pipeline
-from ..lang import printing
+from ..language import printing
 from ..core import program
 from ..core.context import ctx
 from ..core.program import current as current_program

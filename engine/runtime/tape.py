@@ -9,7 +9,7 @@ from . import pipeline, replay, tape_rules
 from ..core.context import ctx
 from ..core.program import current as current_program
 from ..core.errors import USER_ERRORS, user_frames_only
-from ..lang.fields import Field, Ndarray
+from ..language.fields import Field, Ndarray
 from .finite_diff import check_tape, restore_fields, snapshot_fields, values_of
 
 

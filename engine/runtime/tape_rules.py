@@ -5,7 +5,7 @@ earlier launches on the tape read.
 """
 import numpy as np
 
-from ..lang.fields import Field
+from ..language.fields import Field
 from ..core.errors import AutodiffRuleError
 from ..autodiff.rules import READ, STORE, has_grad, target_name
 

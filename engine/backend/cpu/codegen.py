@@ -11,11 +11,11 @@ from llvmlite import ir as llir
 from ..llvm_ops import LOWER, llvm_type
 
 from ...ir import ops
-from ...lang import printing
+from ...language import printing
 from ...core import program as rt
 from ..bounds import IndexRanges, grouped_checks, unproven_axes
 from .codegen_checks import I8P, I32, I64, ChecksEmitter
-from ...lang.fields import Field
+from ...language.fields import Field
 from ...ir.nodes import used_from_outside, walk
 
 TASK_TYPE = llir.FunctionType(llir.VoidType(), [I8P, I64, I64])

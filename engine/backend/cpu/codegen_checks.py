@@ -8,7 +8,7 @@ from llvmlite import ir as llir
 from ..llvm_ops import llvm_type
 
 from ...core import program as rt
-from ...lang.fields import Field
+from ...language.fields import Field
 
 I8P = llir.IntType(8).as_pointer()
 I64 = llir.IntType(64)
@@ -120,7 +120,7 @@ class ChecksEmitter:
             self.record(s, rt.ERROR_COMPONENT, None, [index, I64(s.attrs['extent'])])
             b.branch(self.abort_block())
 
-    # --- run-time print and assert (engine/lang/printing.py) ----------------------------------
+    # --- run-time print and assert (engine/language/printing.py) ----------------------------------
     def word_of(self, value):
         """A value as one i64 word of a print record or an error: integers widened by their
         signedness, floats as the bits of a double (printing.Format.decode)."""

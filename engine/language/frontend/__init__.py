@@ -1,6 +1,6 @@
 """Frontend: Python AST of a kernel -> IR (builder.py composes it).
 
-What the rest of the engine imports from `engine.lang.frontend` is re-exported here.
+What the rest of the engine imports from `engine.language.frontend` is re-exported here.
 """
 from .builder import KernelBuilder
 from .markers import (BoundFunc, Func, Template, atomic_add, atomic_and, atomic_max, atomic_min, atomic_or,

@@ -77,7 +77,7 @@ class Struct:
 class StructType:
     """`ti.types.struct(a=ti.f32, v=ti.math.vec3)`: member types, a constructor of values
     (`S(a=1.0, v=...)`, positional in member order, or from a dict; members not given are
-    zero) and `S.field(shape=...)` (engine/lang/fields.py)."""
+    zero) and `S.field(shape=...)` (engine/language/fields.py)."""
 
     def __init__(self, members, methods=None, name='Struct'):
         for key, member in members.items():

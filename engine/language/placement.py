@@ -3,7 +3,7 @@
 
 A dense layout tree only determines a field's shape: nested `dense` blocks multiply the
 extent of their axes, and the logical indexing is the same whatever the nesting, so
-each field stays one numpy array (engine/lang/fields.py). Sparse SNodes are refused.
+each field stays one numpy array (engine/language/fields.py). Sparse SNodes are refused.
 """
 from . import structs
 from ..core.errors import TaichiNotImplementedError, TaichiRuntimeError, user_line
