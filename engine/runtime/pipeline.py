@@ -69,11 +69,11 @@ def lower_and_load(kernel, body, layout, prog, kind='primal', shadow=()):
     """IR -> loaded native code (from the disk cache when there), wrapped for launching;
     with ti.init(interpret=True), the interpreter instead."""
     global compile_seconds
-    start = time.perf_counter()
     suffix = SUFFIXES[kind]
     if prog.config.interpret:       # no native code, no disk cache
         return profiler.instrument(InterpretedKernel(kernel, layout, prog, body), suffix)
-    threadpool.install_for(prog)
+    threadpool.install_for(prog)    # the pool starts with a program's first kernel (not compile time)
+    start = time.perf_counter()
     with too_deep_for_the_compiler(kernel.name + suffix):
         address = _load_or_compile(f'{kernel.name}{suffix}', body, layout, prog, shadow)
     compile_seconds += time.perf_counter() - start
