@@ -11,7 +11,7 @@ from .errors import TaichiInitError
 APPLIED = {
     'default_fp': 'the type of float literals and `float` annotations',
     'default_ip': 'the type of int literals and `int` annotations',
-    'debug': 'index, NaN/Inf and division checks (engine/runtime.py)',
+    'debug': 'index, NaN/Inf and division checks (engine/backend/cpu/codegen_checks.py)',
     'check_out_of_bound': "index checks: the engine's check_bounds (on by default here)",
     'cpu_max_num_threads': 'the size of the thread pool',
     'random_seed': 'the seed of ti.random in kernels',
