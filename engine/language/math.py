@@ -233,21 +233,6 @@ def _typed_entries(entries, dtype):
             for x in entries]
 
 
-def _flatten(entries):
-    """Scalars of nested rows (lists, tuples, matrices, numpy arrays), in order."""
-    flat = []
-    for e in entries:
-        if isinstance(e, Matrix):
-            flat += e.entries
-        elif isinstance(e, (list, tuple)):
-            flat += _flatten(e)
-        elif getattr(e, 'ndim', 0) > 0:       # a numpy array
-            flat += _flatten(e.tolist())
-        else:
-            flat.append(e)
-    return flat
-
-
 def _flatten(items):
     return [x for e in items for x in (e.entries if isinstance(e, Matrix) else
                                        _flatten(e) if isinstance(e, (list, tuple)) else [e])]
