@@ -1,12 +1,13 @@
 """The compile pipeline: a kernel's Python source to loaded native code, stage by stage.
 
-    build       Python AST -> IR (engine/frontend)
+    build       Python AST -> IR (engine/language/frontend/)
     simplify    store forwarding, constant folding, CSE, dead code (engine/ir/simplify.py)
     jumps       break/continue -> guard flags, for the reverse pass (engine/autodiff/jumps.py)
     reverse     the adjoint kernel (engine/autodiff/reverse.py), or
     forward     the primal + tangent kernel (engine/autodiff/forward.py)
     lower       IR -> LLVM IR (engine/backend/cpu/codegen.py)
-    compile     LLVM IR -> object code -> loaded (engine/backend/cpu/jit.py, cached by engine/backend/cache.py)
+    compile     LLVM IR -> object code -> loaded (engine/backend/cpu/jit.py; the disk cache is
+                engine/backend/cache.py)
 
 `compile_kernel` runs them for a kernel's first launch; `adjoint_of`, `tangents_of`,
 `no_grad_adjoint_of` and `checked_of` derive the other kernels from the primal IR on
