@@ -36,7 +36,7 @@ class KernelBuilder(ScopeMixin, ExpressionMixin, MemoryMixin, AtomicMixin, Assig
     inlined into it), `loops` (a loops.Loop per loop being compiled), and the kernel's
     `return_type` and `returns_seen`."""
 
-    def __init__(self, kernel_source, is_kernel=True):
+    def __init__(self, kernel_source):
         self.builder = Builder()
         self.frames = []
         self.loops = []

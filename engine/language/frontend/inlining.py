@@ -21,10 +21,6 @@ from .source import FunctionContext
 from .values import holds_values
 
 
-class _FuncReturn(Exception):
-    pass
-
-
 _MAX_FUNC_DEPTH = 64        # ti.func calls are inlined; deeper chains would exhaust Python's stack
 
 
