@@ -17,5 +17,9 @@ def available():
 def make(name, n_obs, n_act, steps, dt, **options):
     if name not in available():
         raise ValueError(f'unknown controller {name!r}; available: {", ".join(available())}')
-    module = importlib.import_module(f'{__name__}.{name}')
+    try:
+        module = importlib.import_module(f'{__name__}.{name}')
+    except ImportError as exc:          # an optional extra (torch) is not installed
+        raise ValueError(f'controller {name!r} needs {exc.name}, which is not installed: '
+                         f"pip install -e '.[{exc.name}]'") from exc
     return module.Controller(n_obs=n_obs, n_act=n_act, steps=steps, dt=dt, **options)

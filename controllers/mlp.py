@@ -52,15 +52,19 @@ class Controller(ControllerBase):
         return [self.w1, self.b1, self.w2, self.b2]
 
     def initialize(self, rng):
-        # DiffTaichi's scaled Glorot initialization.
-        n_hidden, n_act = self.hidden, max(self.n_act, 1)
-        s1 = math.sqrt(2 / (n_hidden + self.n_in)) * 2 * self.init_scale
-        s2 = math.sqrt(2 / (n_hidden + n_act)) * 3 * self.init_scale
-        self.w1.from_numpy(rng.standard_normal(self.w1.shape) * s1)
-        self.w2.from_numpy(rng.standard_normal(self.w2.shape) * s2)
+        w1, w2 = initial_weights(rng, self.n_in, self.hidden, max(self.n_act, 1), self.init_scale)
+        self.w1.from_numpy(w1)
+        self.w2.from_numpy(w2)
         self.b1.fill(0)
         self.b2.fill(0)
 
     def compute(self, t):
         for kernel in self.kernels:
             kernel(t)
+
+
+def initial_weights(rng, n_in, n_hidden, n_act, init_scale):
+    """DiffTaichi's scaled Glorot initialization: (W1, W2); the biases start at zero."""
+    s1 = math.sqrt(2 / (n_hidden + n_in)) * 2 * init_scale
+    s2 = math.sqrt(2 / (n_hidden + n_act)) * 3 * init_scale
+    return rng.standard_normal((n_hidden, n_in)) * s1, rng.standard_normal((n_act, n_hidden)) * s2

@@ -223,7 +223,6 @@ def run_simulator(name, threads, quick, cache_dir, iterations=3, rules=True, bou
     `bounds=False`: without index checks, as ti.init(check_bounds=False))."""
     start = time.perf_counter()
     import sims
-    from sims import optimizers
     sim_class = sims.load(name)
     imported = time.perf_counter()
     os.environ['ENGINE_CACHE_DIR'] = cache_dir      # read by the ti.init that create() calls
@@ -234,7 +233,7 @@ def run_simulator(name, threads, quick, cache_dir, iterations=3, rules=True, bou
     if not bounds:                  # before the first iteration compiles the kernels
         program.current().config.check_bounds = False
     created = time.perf_counter()
-    optimizer = optimizers.make(sim.cfg.optimizer, sim.parameters(), lr=sim.cfg.lr, clip=sim.cfg.clip)
+    optimizer = sim.make_optimizer()
 
     def iteration():
         sim.loss_and_grad()

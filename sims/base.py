@@ -86,7 +86,12 @@ class Simulation:
     def __init__(self, cfg):
         self.cfg = cfg
         self.build()
-        self.rollout_forward = ti.capture(self.forward) if self.capture_forward else self.forward
+        controller = getattr(self, 'controller', None)
+        if getattr(controller, 'drives_rollout', False) and not hasattr(self, 'state_fields'):
+            raise ValueError(f'--controller {self.cfg.controller} drives the rollout step by step; {self.name} '
+                             f'does not name its state for it (state_fields()): use mass_spring')
+        capturable = self.capture_forward and getattr(getattr(self, 'controller', None), 'capturable', True)
+        self.rollout_forward = ti.capture(self.forward) if capturable else self.forward
 
     @classmethod
     def all_choices(cls):
@@ -165,8 +170,19 @@ class Simulation:
             compute(t)
             step(t)
 
+    def make_optimizer(self):
+        """The optimizer of the configuration over parameters() (the controller's own, for a
+        controller that brings one: controllers/torch.py)."""
+        c, controller = self.cfg, getattr(self, 'controller', None)
+        if hasattr(controller, 'optimizer'):
+            return controller.optimizer(c.optimizer, lr=c.lr, clip=c.clip)
+        return optimizers.make(c.optimizer, self.parameters(), lr=c.lr, clip=c.clip)
+
     def loss_and_grad(self):
-        """Run forward() on a tape; returns the loss, leaves d loss / d param in param.grad."""
+        """Run forward() on a tape; returns the loss, leaves d loss / d param in param.grad
+        (or the controller's own rollout, for one that drives it: controllers/torch.py)."""
+        if getattr(getattr(self, 'controller', None), 'drives_rollout', False):
+            return self.controller.loss_and_grad(self)
         with ti.ad.Tape(self.loss):
             self.rollout_forward()
         return float(self.loss[None])

@@ -30,7 +30,7 @@ def train(sim, iters=None, out=None, log=print, resume=False, progress=None, com
     seconds for forward + backward + update. `command`: the command line that config.json
     records (default: this process's)."""
     total = sim.cfg.iters if iters is None else iters
-    optimizer = optimizers.make(sim.cfg.optimizer, sim.parameters(), lr=sim.cfg.lr, clip=sim.cfg.clip)
+    optimizer = sim.make_optimizer()
     run = runs.RunFolder(out) if out else None
     records, best = _begin(sim, optimizer, run, resume, command)
     progress = progress or LogProgress(log)

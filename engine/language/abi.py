@@ -77,7 +77,42 @@ def scalar_format(dtype):
 
 
 def as_array(value):
-    return value.data if isinstance(value, Ndarray) else value
+    return value.data if isinstance(value, (Ndarray, ExternalArray)) else value
+
+
+class ExternalArray:
+    """A tensor of another library (PyTorch's, or any DLPack array in CPU memory) passed
+    as an ndarray argument: a view of its memory, so that the kernel reads and writes the
+    tensor itself, as Taichi does; `.grad` views the tensor's .grad (allocated, zeros, for
+    a leaf tensor that requires a gradient and has none yet)."""
+
+    def __init__(self, tensor):
+        self.data = _memory_of(tensor)
+        self.grad = None
+        if getattr(tensor, 'requires_grad', False):
+            if tensor.grad is None and tensor.is_leaf:
+                tensor.grad = tensor.detach().clone().zero_()
+            if tensor.grad is not None:
+                self.grad = ExternalArray(tensor.grad)
+        self.name = f'{type(tensor).__name__} of shape {tuple(self.data.shape)}'
+
+
+def _memory_of(tensor):
+    if hasattr(tensor, 'detach') and hasattr(tensor, 'numpy'):      # PyTorch: shares the memory
+        if getattr(tensor, 'device', None) is not None and tensor.device.type != 'cpu':
+            raise TaichiTypeError(f'a tensor on {tensor.device} cannot be a kernel argument here (the kernels '
+                                  f'run on the CPU); move it with .cpu()')
+        return tensor.detach().numpy()
+    return np.from_dlpack(tensor)
+
+
+def adopt_arrays(args, positions):
+    """The arguments, with foreign tensors at ndarray positions replaced by ExternalArrays."""
+    for k in positions:
+        value = args[k]
+        if type(value) is not np.ndarray and not isinstance(value, Ndarray) and hasattr(value, '__dlpack__'):
+            args = args[:k] + (ExternalArray(value),) + args[k + 1:]
+    return args
 
 
 class ArgLayout:

@@ -241,6 +241,16 @@ class Field:
         self.ensure_placed()
         self._write(Ellipsis, value)
 
+    def to_torch(self, device=None, keep_dims=False):
+        """A new PyTorch tensor of the values (as to_numpy; torch is an optional extra)."""
+        import torch
+        result = torch.from_numpy(self.to_numpy(keep_dims=keep_dims))
+        return result if device is None else result.to(device)
+
+    def from_torch(self, tensor):
+        """Set the values from a PyTorch tensor (as from_numpy)."""
+        self.from_numpy(tensor.detach().cpu().numpy())
+
     def _key(self, index):
         self.ensure_placed()
         if index is None:
@@ -298,6 +308,8 @@ def _observed_write(owner, array, index, values):
     """Every write from Python to a field or ndarray: a recording tape sees it (engine/runtime/tape.py)."""
     def assign():
         array[index] = values
+    if ctx.watch is not None:       # wrapped functions' calls (engine/runtime/pending.py)
+        ctx.watch.before_python_write(owner, index)
     return assign() if ctx.tape is None else ctx.tape.python_write(owner, index, assign)
 
 

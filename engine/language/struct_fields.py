@@ -97,6 +97,14 @@ class StructField:
         for key, m in self.members.items():
             m.from_numpy(arrays[key])
 
+    def to_torch(self, device=None):
+        """{member: tensor}, as to_numpy."""
+        return {key: m.to_torch(device) for key, m in self.members.items()}
+
+    def from_torch(self, tensors):
+        for key, m in self.members.items():
+            m.from_torch(tensors[key])
+
     def fill(self, value):
         for m in self.members.values():
             m.fill(value)

@@ -13,7 +13,7 @@ from ..core import dtypes as T
 from ..ir import ops
 from . import pipeline
 from ..language import structs
-from ..language.abi import ArgSpec, NdarrayType, as_array, call_error, element_shape_of, key_of
+from ..language.abi import ArgSpec, ExternalArray, NdarrayType, adopt_arrays, as_array, call_error, element_shape_of, key_of
 from ..core.context import ctx
 from ..core.errors import USER_ERRORS, SourceLocation, TaichiTypeError, user_frames_only
 from ..language.fields import Field, Ndarray
@@ -34,6 +34,7 @@ class Kernel:
             annotations[0] = Template()         # `self`: the instance, as a template argument
         self.specs = [ArgSpec(p, a) for p, a in zip(self.signature.parameters, annotations)]
         self.keyed = [k for k, s in enumerate(self.specs) if s.kind in ('template', 'ndarray')]
+        self.ndarray_positions = [k for k, s in enumerate(self.specs) if s.kind == 'ndarray']
         self._source = None
         self._cache = {}
         self._generation = -1
@@ -70,7 +71,11 @@ class Kernel:
         try:
             if kwargs or len(args) != len(self.specs):     # keywords, defaults, or an error
                 args = self._bind(args, kwargs)
+            if self.ndarray_positions:          # tensors passed as ndarrays: views of their memory
+                args = adopt_arrays(args, self.ndarray_positions)
             compiled = self.compiled(args)
+            if ctx.watch is not None:       # wrapped functions' calls (engine/runtime/pending.py)
+                ctx.watch.before_launch(compiled, args)
             launched = compiled if ctx.forward is None else pipeline.tangents_of(compiled)
             recorder = ctx.tape
             shadowed = recorder.check(self, compiled, args) if recorder is not None else None
@@ -117,7 +122,7 @@ class Kernel:
             if spec.kind == 'scalar' and not ops.is_number(value):
                 raise call_error(self, f'argument {spec.name!r} of kernel {self.name}() must be a '
                                         f'{spec.dtype} scalar, got {type(value).__name__}')
-            if spec.kind == 'ndarray' and not isinstance(value, (np.ndarray, Ndarray)):
+            if spec.kind == 'ndarray' and not isinstance(value, (np.ndarray, Ndarray, ExternalArray)):
                 hint = ' (a field is read directly by name, or as a ti.template() argument)' \
                     if isinstance(value, Field) else ''
                 raise call_error(self, f'argument {spec.name!r} of kernel {self.name}() must be an '
@@ -199,6 +204,8 @@ class AdjointKernel:
             kernel = self.kernel
             if kwargs or len(args) != len(kernel.specs):
                 args = kernel._bind(args, kwargs)
+            if kernel.ndarray_positions:
+                args = adopt_arrays(args, kernel.ndarray_positions)
             primal = kernel.compiled(args)
             if primal.program.config.ad_validation and primal.access_summary().violation:
                 raise primal.access_summary().violation

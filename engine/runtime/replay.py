@@ -223,6 +223,8 @@ class Capture:
             return self.fn(*args)
         if ctx.tape is not None and not ctx.tape.record_replay(recording):
             return self.fn(*args)   # the tape checks and records its launches one by one
+        if ctx.watch is not None:       # wrapped functions' calls (engine/runtime/pending.py)
+            ctx.watch.before_replay(recording)
         recording.replay()
         return None
 

@@ -4,6 +4,7 @@ Only (kernel, arguments) records are kept; global fields are the checkpoints.
 The backward pass runs the adjoint kernels in one native loop (engine/runtime/replay.py),
 returning to Python only for custom gradients (grad_replaced) and in forward mode.
 """
+import contextlib
 
 from . import pipeline, replay, tape_rules
 from ..core.context import ctx
@@ -216,6 +217,18 @@ class Tape:
             except USER_ERRORS as error:     # the traceback ends at the `with` statement
                 user_frames_only(error)
                 raise
+
+    @contextlib.contextmanager
+    def recording(self):
+        """Records launches with no loss, and no backward pass at the end: the caller seeds
+        the gradients and calls grad() later (engine/runtime/interop.py)."""
+        if ctx.tape is not None:
+            raise RuntimeError('ti.ad.Tape cannot be nested')
+        ctx.tape = self
+        try:
+            yield self
+        finally:
+            ctx.tape = None
 
     def replay_forward(self, perturb=None):
         """Re-run the recorded launches from the state the tape started with (after

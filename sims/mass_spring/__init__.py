@@ -117,8 +117,15 @@ class MassSpring(Simulation):
         else:
             self.controller.initialize(rng)
 
-    def forward(self):
+    def state_fields(self):
+        """What step_kernel(t) carries from t to t + 1 (for controllers/torch.py)."""
+        return [self.x, self.v]
+
+    def reset_accumulators(self):
         zero_fields(self.v_inc)      # the spring impulses accumulate with atomic adds
+
+    def forward(self):
+        self.reset_accumulators()
         if self.controller is None:
             for t in range(self.cfg.steps - 1):
                 self.step_kernel(t)

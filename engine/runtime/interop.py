@@ -1,0 +1,349 @@
+"""Kernels as functions of arrays, with their gradients, for other frameworks' autodiff.
+
+`Function(fn, inputs, outputs)` wraps `fn()`, Python that launches kernels reading the
+fields and ndarrays `inputs` and writing `outputs` (a port is a field, an ndarray, or
+`(field, index)`: part of one). `KernelFunction(kernel, outputs)` wraps one kernel whose
+ndarray arguments are the arrays. Both offer, on numpy arrays (engine/torch.py and
+engine/jax.py adapt them):
+
+- `forward(values)` -> (outputs, Call): loads the inputs, zeroes the outputs (as a tape
+  zeroes its loss), runs fn on a tape and copies the outputs out;
+- `backward(call, cotangents, values)` -> the gradient of each input: seeds the outputs'
+  gradients with the cotangents and runs the call's tape backwards. It may run after other
+  calls overwrote the fields: engine/runtime/pending.py keeps what it needs. A call's
+  second backward pass (or one after ti.init) runs the forward pass again first, and
+  refuses if it does not give the same outputs;
+- `second_order(values, cotangents, tangents)` -> (d/d inputs <gradients, tangents>,
+  J . tangents): the derivative of the backward pass, forward over reverse (the forward
+  pass runs again computing tangents, then the tape's adjoints run in forward mode).
+"""
+import contextlib
+
+import numpy as np
+
+from ..core import dtypes as T
+from ..core.context import ctx
+from ..core.errors import AutodiffError
+from ..core.program import current as current_program
+from ..language.abi import element_shape_of
+from ..language.fields import Field, Ndarray
+from . import pending
+from .tape import Tape
+
+
+class Port:
+    """An input or output: a field or ndarray, or `index` of one (numpy's indexing)."""
+
+    def __init__(self, spec, role):
+        obj, index = spec if isinstance(spec, tuple) else (spec, Ellipsis)
+        if not isinstance(obj, (Field, Ndarray)):
+            raise TypeError(f'an {role} must be a field, a ti.ndarray or (field, index), got {type(obj).__name__}')
+        if isinstance(obj, Field):
+            obj.ensure_placed()
+        self.obj, self.index = obj, index
+        self.name = obj.name if index is Ellipsis else f'{obj.name}[{index}]'
+        self.differentiable = obj.dtype.is_float
+        if self.differentiable and obj.grad is None:
+            raise ValueError(f'the {role} {self.name} needs a gradient: declare it with needs_grad=True')
+
+    def values(self):
+        return self.obj.data[self.index]
+
+    @property
+    def shape(self):
+        return self.values().shape
+
+    @property
+    def dtype(self):
+        return np.dtype(self.obj.dtype.np)
+
+    def load(self, array):
+        array = np.asarray(array)
+        if array.shape != self.shape:
+            raise ValueError(f'{self.name} has shape {self.shape}, the value given has shape {array.shape}')
+        self.obj._write(self.index, array.astype(self.dtype, copy=False))
+
+    def grad(self):
+        return self.obj.grad.data[self.index]
+
+    def set_grad(self, values):
+        self.obj.grad.data[self.index] = values
+
+    def dual(self, of_grad=False):
+        owner = self.obj.grad if of_grad else self.obj
+        if getattr(owner, 'dual', None) is None:
+            raise AutodiffError(f'{self.name}: a second-order gradient needs its tangent; create the ndarray '
+                                f'with needs_dual=True')
+        return owner.dual.data[self.index]
+
+    def same(self, other):
+        return self.obj is other.obj and repr(self.index) == repr(other.index)
+
+
+class Call:
+    """One forward run of a function: its tape, the elements it touched, what it saved of
+    them before later writes (pending.Watch calls keep), its outputs and inputs."""
+
+    def __init__(self, function, values):
+        self.function, self.name, self.values = function, function.name, values
+        self.footprint = pending.Footprint()
+        self.saved, self.kept = [], set()
+        self.tape, self.outputs, self.consumed = None, None, False
+        self.generation = current_program().generation
+
+    def keep(self, target, key):
+        """Before a write over `key` of `target`, one of the keys this call touched: a copy."""
+        if (id(target.data), key) not in self.kept:
+            self.kept.add((id(target.data), key))
+            index = pending.key_index(key)
+            self.saved.append((target, index, target.data[index].copy()))
+
+    @contextlib.contextmanager
+    def own_state(self):
+        """The elements overwritten since this call ran, back in place for its backward pass;
+        the newer values are put back afterwards."""
+        newer = [(target, index, target.data[index].copy()) for target, index, _ in self.saved]
+        for target, index, values in reversed(self.saved):     # the oldest copy wins
+            target.data[index] = values
+        try:
+            yield
+        finally:
+            for target, index, values in newer:
+                target.data[index] = values
+
+    def live(self):
+        return not self.consumed and self.generation == current_program().generation
+
+    def consume(self):
+        self.consumed = True
+        self.saved, self.tape = [], None
+        if ctx.watch is not None:
+            ctx.watch.forget(id(self))
+
+
+class Function:
+    """fn() (kernels reading `inputs`, writing `outputs`) as a function of arrays."""
+
+    def __init__(self, fn, inputs, outputs, name=None):
+        self.fn = fn
+        self.name = name or getattr(fn, '__name__', 'function')
+        self.inputs = [Port(p, 'input') for p in inputs]
+        self.outputs = [Port(p, 'output') for p in outputs]
+        if not self.outputs:
+            raise ValueError(f'{self.name}: a wrapped function needs at least one output')
+
+    def forward(self, values, differentiable=True):
+        """(copies of the outputs, the Call whose backward pass is pending; None when not
+        `differentiable`: then no tape records)."""
+        if len(values) != len(self.inputs):
+            raise TypeError(f'{self.name} takes {len(self.inputs)} input(s), {len(values)} given')
+        call = Call(self, list(values))
+        watch = pending.watch()
+        if watch.recording is not None or ctx.tape is not None:
+            raise RuntimeError(f'{self.name} is called while a ti.ad.Tape records (inside another wrapped '
+                               f'function?); compose wrapped functions outside them instead')
+        watch.recording = call
+        try:
+            self._run(call, values, differentiable)
+        finally:
+            watch.recording = None
+        call.outputs = [p.values().copy() for p in self.outputs]
+        if not differentiable:
+            return call.outputs, None
+        watch.add_pending(call)
+        return call.outputs, call
+
+    def _run(self, call, values, differentiable):
+        for port, value in zip(self.inputs, values):
+            port.load(value)
+        for port in self.outputs:
+            if not any(port.same(i) for i in self.inputs):
+                port.obj._write(port.index, 0)
+        if not differentiable:
+            self.fn()
+            return
+        call.tape = Tape(loss=None, clear_gradients=False)
+        with call.tape.recording():
+            self.fn()
+
+    def backward(self, call, cotangents, values=None):
+        """The gradient of each input (None for an integer one) given the outputs' cotangents."""
+        if not call.live():
+            call = self._again(call, call.values if values is None else values)
+        with call.own_state():
+            self._zero_gradients(call)
+            for port, cotangent in zip(self.outputs, cotangents):
+                if port.differentiable and cotangent is not None:
+                    port.set_grad(np.asarray(cotangent).astype(port.dtype, copy=False))
+            call.tape.grad()
+            grads = [p.grad().copy() if p.differentiable else None for p in self.inputs]
+        call.consume()
+        return grads
+
+    def _zero_gradients(self, call):
+        """The gradients this backward pass accumulates into or reads: of every element the
+        call touched, and of the inputs and outputs."""
+        for target, reads, writes in call.footprint.targets.values():
+            if target.grad is not None:
+                for key in reads.keys() + writes.keys():
+                    target.grad[pending.key_index(key)] = 0
+        for port in self.inputs + self.outputs:
+            if port.differentiable:
+                port.set_grad(0)
+
+    def _again(self, call, values):
+        """A new forward run for a call whose tape is spent, checked against its outputs."""
+        outputs, again = self.forward(values)
+        for port, before, now in zip(self.outputs, call.outputs, outputs):
+            tolerance = 1e-5 if port.dtype.itemsize < 8 else 1e-10
+            if before.shape != now.shape or not np.allclose(before, now, rtol=tolerance, atol=tolerance):
+                again.consume()
+                raise AutodiffError(f'{self.name}: its backward pass ran the function again (a second backward '
+                                    f'pass, or one after ti.init) and output {port.name} changed: it depends on '
+                                    f'state other than its inputs. Run it again instead of reusing its graph')
+        return again
+
+    def second_order(self, values, cotangents, tangents):
+        """(tangent of each input's gradient, tangent of each output) for input tangents."""
+        with _tangent_mode(self.inputs, tangents):
+            _, call = self.forward(values)
+            with call.own_state():
+                current_program().clear_gradients()
+                for port in self.inputs + self.outputs:
+                    if port.differentiable:
+                        port.set_grad(0)
+                        port.dual(of_grad=True)[...] = 0
+                for port, cotangent in zip(self.outputs, cotangents):
+                    if port.differentiable and cotangent is not None:
+                        port.set_grad(np.asarray(cotangent).astype(port.dtype, copy=False))
+                call.tape.grad()
+                grad_tangents = [p.dual(of_grad=True).copy() if p.differentiable else None for p in self.inputs]
+                output_tangents = [p.dual().copy() if p.differentiable else None for p in self.outputs]
+            call.consume()
+        return grad_tangents, output_tangents
+
+
+@contextlib.contextmanager
+def _tangent_mode(inputs, tangents):
+    """Forward mode with the inputs' tangents set (every field's others zero)."""
+    if ctx.forward is not None:
+        raise RuntimeError('a second-order gradient cannot be computed inside ti.ad.FwdMode')
+    prog = current_program()
+    prog.allocate_duals()
+    prog.clear_duals()
+    for port, tangent in zip(inputs, tangents):
+        if port.differentiable:
+            port.dual()[...] = 0 if tangent is None else np.asarray(tangent).astype(port.dtype, copy=False)
+    ctx.forward = _SECOND_ORDER
+    try:
+        yield
+    finally:
+        ctx.forward = None
+
+
+_SECOND_ORDER = 'forward over reverse for a second-order gradient (engine/runtime/interop.py)'
+
+
+class KernelFunction:
+    """A kernel as a function: its ndarray parameters named in `outputs` are results,
+    allocated per call (`outputs`: name -> shape, or the name of an input parameter whose
+    shape and dtype it takes, or a function of the call's values giving the shape;
+    `dtypes`: name -> dtype for results whose annotation has none). The other parameters
+    are the call's values: arrays for ndarray parameters (copied: the kernel cannot change
+    the caller's), anything else as the kernel takes it."""
+
+    def __init__(self, kernel, outputs, dtypes=None, name=None):
+        self.kernel, self.name = kernel, name or kernel.name
+        self.specs = kernel.specs
+        names = [s.name for s in self.specs]
+        unknown = [o for o in outputs if o not in names]
+        if unknown:
+            raise ValueError(f'{self.name}: {unknown} are not parameters of the kernel ({names})')
+        for out in outputs:
+            if self.specs[names.index(out)].kind != 'ndarray':
+                raise ValueError(f'{self.name}: output {out!r} must be an ndarray parameter')
+        self.output_shapes, self.dtypes = dict(outputs), dict(dtypes or {})
+        self.parameters = [s for s in self.specs if s.name not in self.output_shapes]
+
+    def bind(self, values, duals=False):
+        """A Function of one call: fresh ndarrays for the arrays of this call."""
+        if len(values) != len(self.parameters):
+            raise TypeError(f'{self.name} takes {len(self.parameters)} value(s) '
+                            f'({", ".join(s.name for s in self.parameters)}), {len(values)} given')
+        given = {s.name: v for s, v in zip(self.parameters, values)}
+        args, inputs, outputs = [], [], []
+        for spec in self.specs:
+            if spec.name in self.output_shapes:
+                array = np.zeros(self._shape(spec.name, given, values), self._dtype(spec, given))
+                args.append(_ndarray_of(spec, array, duals))
+                outputs.append(args[-1])
+            elif spec.kind == 'ndarray':
+                args.append(_ndarray_of(spec, np.asarray(given[spec.name]), duals))
+                inputs.append(args[-1])
+            else:
+                args.append(given[spec.name])
+        kernel = self.kernel
+        return Function(lambda: kernel(*args), inputs, outputs, self.name)
+
+    def _shape(self, name, given, values):
+        shape = self.output_shapes[name]
+        if isinstance(shape, str):
+            return np.shape(given[shape])
+        return tuple(shape(*values)) if callable(shape) else tuple(shape)
+
+    def _dtype(self, spec, given):
+        if spec.name in self.dtypes:
+            return T.resolve(self.dtypes[spec.name]).np
+        like = self.output_shapes[spec.name]
+        if isinstance(like, str):
+            return np.asarray(given[like]).dtype
+        dtype = getattr(spec.annotation, 'dtype', None)
+        if dtype is not None:
+            return T.resolve(dtype if not isinstance(dtype, tuple) else dtype[-1]).np
+        floats = [np.asarray(v).dtype for s, v in given.items() if _is_float_array(v)]
+        if not floats:
+            raise ValueError(f'{self.name}: give the dtype of output {spec.name!r} (dtypes={{...}})')
+        return floats[0]
+
+    def array_positions(self):
+        """Which of the call's values are arrays (inputs with a gradient when float)."""
+        return [k for k, s in enumerate(self.parameters) if s.kind == 'ndarray']
+
+    def forward(self, values, differentiable=True):
+        return self.bind(values).forward(self._arrays(values), differentiable)
+
+    def backward(self, call, cotangents, values=None):
+        if call.live():
+            grads = call.function.backward(call, cotangents)
+        else:
+            grads = self.bind(values).backward(call, cotangents, self._arrays(values))
+        return self._per_value(grads)
+
+    def second_order(self, values, cotangents, tangents):
+        grad_tangents, output_tangents = self.bind(values, duals=True).second_order(
+            self._arrays(values), cotangents, self._arrays(tangents))
+        return self._per_value(grad_tangents), output_tangents
+
+    def _arrays(self, values):
+        return [values[k] for k in self.array_positions()]
+
+    def _per_value(self, grads):
+        out = [None] * len(self.parameters)
+        for k, grad in zip(self.array_positions(), grads):
+            out[k] = grad
+        return out
+
+
+def _is_float_array(value):
+    return hasattr(value, 'dtype') and np.dtype(value.dtype).kind == 'f' and np.ndim(value) > 0
+
+
+def _ndarray_of(spec, array, duals):
+    """A ti.ndarray holding a copy of `array` (with a gradient when float)."""
+    element = element_shape_of(spec, array)
+    shape = array.shape[:array.ndim - len(element)]
+    dtype = T.from_numpy(array.dtype)
+    extra = dict(needs_dual=True) if duals and dtype.is_float else {}
+    nd = Ndarray(dtype, shape, element, needs_grad=dtype.is_float, **extra)
+    nd.data[...] = array
+    return nd
