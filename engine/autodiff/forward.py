@@ -4,14 +4,16 @@ The pass copies the kernel's IR statement by statement and, next to every
 float value, emits its tangent (its directional derivative along the seed):
 the sum over operands of partial * tangent(operand), with the partials taken
 from the same op-table entries that reverse mode uses. Mutable locals get a
-tangent cell; loads from a field also load its `.dual`, stores and atomic adds
-also write the tangent to `.dual`. Control flow is copied as is (forward mode
-follows the primal's path), so `while`, `break` and `continue` need nothing.
+tangent cell; loads from a field or an ndarray argument also load its `.dual`,
+stores and atomic adds also write the tangent to `.dual`. Control flow is copied
+as is (forward mode follows the primal's path), so `while`, `break` and
+`continue` need nothing.
 
 The pass applies to any kernel IR, including an adjoint kernel: running the
 adjoint in forward mode gives the directional derivative of the gradient,
 i.e. Hessian-vector products (forward over reverse). For that, `.grad` fields
-have a `.dual` as well.
+have a `.dual` as well, and so do the `.grad`s of ndarrays created with
+needs_dual=True.
 """
 from ..ir import ops
 from ..language.fields import Field
@@ -210,7 +212,8 @@ class TangentPass:
         dual = _dual_of(target)
         if dual is None:
             what = (f'field {target.name} has no .dual' if isinstance(target, Field) else
-                    'ndarray arguments have no .dual; use a field')
+                    f'ndarray argument {target.name} has no .dual; pass a ti.ndarray created with '
+                    f'needs_dual=True (a numpy array has none)')
             raise refuse('forward: tangent without a dual', s, what=what)
         return dual
 
@@ -233,7 +236,9 @@ class TangentPass:
 
 
 def _dual_of(target):
+    """Where the tangent of a field or ndarray argument lives, or None: its values are
+    then constants (a read has tangent zero; a float write is refused)."""
     if isinstance(target, Field):
         dual = target.dual
         return dual if dual is not None and dual.placed and target.dtype.is_float else None
-    return None
+    return target.dual_target if target.dtype.is_float else None    # an NdarrayArg

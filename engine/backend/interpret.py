@@ -38,7 +38,7 @@ from ..core.errors import (TaichiIndexError, TaichiNonFiniteError, TaichiRuntime
                            TaichiZeroDivisionError)
 from ..language.fields import Field
 from ..ir.nodes import walk
-from ..language.abi import as_array as _as_array, scalar_format as _scalar_format
+from ..language.abi import as_array as _as_array, companion, scalar_format as _scalar_format
 from .interpret_scalars import GOLDEN, M64, WRAP, cast_fn, mix64, rounding, same, scalar_fn, seed
 from .launch import CompiledKernel
 from ..ir.verify import verify
@@ -495,7 +495,5 @@ class InterpretedKernel(CompiledKernel):
             if not target.placed:
                 raise TaichiRuntimeError(f'field {target.name} is used before it was placed')
             return _Memory(target._data, len(target.shape), f'field {target.name}')
-        value = self._args[target.index]
-        offset = next(at for k, at, *_ in self.layout.ndarrays if k == target.index)
-        array = _as_array(value) if target.pointer_offset == offset else value.grad.data   # or its .grad
+        array = _as_array(companion(self._args[target.index], target.path))   # or its .grad, .dual...
         return _Memory(array, target.ndim, f'ndarray argument {target.name}')

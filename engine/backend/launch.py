@@ -16,7 +16,7 @@ from .cpu import codegen, jit
 from ..language import printing, structs
 from ..autodiff import rules
 from ..core import dtypes as T
-from ..language.abi import as_array, call_error, scalar_format
+from ..language.abi import as_array, call_error, companion, scalar_format
 from ..language.fields import Field
 from ..ir.nodes import walk
 from .native_errors import raise_recorded_error
@@ -140,11 +140,11 @@ class CompiledKernel:
             return values[0] if self.build_return is None else self.build_return(values)
 
     def _pack_ndarrays(self, args):
-        for k, offset, ndim, grad_offset in self.layout.ndarrays:
+        for k, offset, ndim, companions in self.layout.ndarrays:
             array = as_array(args[k])
             if not array.flags.c_contiguous:
                 raise call_error(self.kernel, f'ndarray argument {self.layout.specs[k].name!r} must be '
                                                f'C-contiguous (use np.ascontiguousarray)')
             struct.pack_into('=Q' + 'q' * ndim, self.buffer, offset, array.ctypes.data, *array.shape[:ndim])
-            if grad_offset is not None:
-                struct.pack_into('=Q', self.buffer, grad_offset, args[k].grad.data.ctypes.data)
+            for pointer_offset, path in companions:      # its .grad, .dual, .grad.dual
+                struct.pack_into('=Q', self.buffer, pointer_offset, companion(args[k], path).data.ctypes.data)

@@ -1,10 +1,10 @@
 """The argument ABI: how a kernel's arguments are typed, keyed and laid out.
 
 A kernel's parameters are scalars, compounds (vector, matrix, struct: one slot per
-scalar), ndarrays (data pointer, shape, optional .grad pointer) and template arguments
-(compile-time values). `ArgLayout` places them in the launch buffer, 8-byte slots, and
-binds them to IR values when the kernel is built; `key_of` is what a compiled kernel is
-cached by.
+scalar), ndarrays (data pointer, shape, optional .grad, .dual and .grad.dual pointers)
+and template arguments (compile-time values). `ArgLayout` places them in the launch
+buffer, 8-byte slots, and binds them to IR values when the kernel is built; `key_of` is
+what a compiled kernel is cached by.
 """
 import inspect
 import sys
@@ -137,16 +137,7 @@ class ArgLayout:
                 fmt += ''.join(map(scalar_format, slots))
                 offset += 8 * len(slots)
             elif spec.kind == 'ndarray':
-                array = as_array(value)
-                dtype = T.from_numpy(array.dtype)
-                element_shape = element_shape_of(spec, value)
-                ndim = array.ndim - len(element_shape)
-                has_grad = getattr(value, 'grad', None) is not None
-                grad_offset = offset + 8 * (1 + ndim) if has_grad else None
-                self.ndarray_params[k] = NdarrayArg(k, spec.name, dtype, ndim, element_shape,
-                                                    offset, grad_offset)
-                self.ndarrays.append((k, offset, ndim, grad_offset))
-                size = 8 * (1 + ndim + has_grad)
+                size = self._place_ndarray(k, spec, value, offset)
                 fmt += 'x' * size                  # filled by _pack_ndarrays
                 offset += size
         self.scalar_format = fmt
@@ -156,6 +147,24 @@ class ArgLayout:
         self.size = offset + 8 * max(1, len(self.return_slots))
         self._converters = {k: [float if t.is_float else int for t in slots]
                             for k, (_, slots) in self.compound.items()}
+
+    def _place_ndarray(self, k, spec, value, offset):
+        """An ndarray argument's slots: its pointer, its shape, then a pointer for each of
+        its .grad, .dual and .grad.dual that it has. Returns their size."""
+        array = as_array(value)
+        element_shape = element_shape_of(spec, value)
+        ndim = array.ndim - len(element_shape)
+        param = NdarrayArg(k, spec.name, T.from_numpy(array.dtype), ndim, element_shape, offset)
+        targets, end = {(): param}, offset + 8 * (1 + ndim)
+        for path in COMPANIONS:
+            owner = targets.get(path[:-1])
+            if owner is not None and companion(value, path) is not None:
+                targets[path] = owner.add(path[-1], end)
+                end += 8
+        self.ndarray_params[k] = param
+        companions = [(t.pointer_offset, t.path) for t in targets.values() if t.path]
+        self.ndarrays.append((k, offset, ndim, companions))
+        return end - offset
 
     def bind_params(self):
         params = {}
@@ -185,12 +194,25 @@ class ArgLayout:
         return values
 
 
+# the arrays an ndarray argument may carry besides its values, each with a pointer slot
+COMPANIONS = (('grad',), ('dual',), ('grad', 'dual'))
+
+
+def companion(value, path):
+    """The .grad, .dual or .grad.dual (path) of an ndarray argument, or None."""
+    for role in path:
+        value = getattr(value, role, None)
+    return value
+
+
 def key_of(spec, value):
     if spec.kind == 'ndarray':
         array = as_array(value)
         if not isinstance(array, np.ndarray):
             return ('bad', type(value))
-        return (array.dtype.str, array.ndim, element_shape_of(spec, value), getattr(value, 'grad', None) is not None)
+        # whether it has a .grad, a .dual and a .grad.dual: each is a slot of the layout
+        has = tuple(companion(value, path) is not None for path in COMPANIONS)
+        return (array.dtype.str, array.ndim, element_shape_of(spec, value), has)
     if isinstance(value, Field):
         return value
     if getattr(type(value), '_ti_data_oriented', False):

@@ -341,15 +341,25 @@ class ComponentField:
 # Ndarrays: arrays passed to kernels as arguments
 
 class Ndarray:
-    def __init__(self, dtype, shape, element_shape=(), needs_grad=False):
+    """An array passed to kernels as an argument, with an optional .grad (reverse mode) and
+    .dual (forward mode: the tangent a kernel launched in ti.ad.FwdMode reads and writes).
+    With both, the .grad has a .dual too: forward over reverse writes the tangents of the
+    gradient there (Hessian-vector products)."""
+
+    def __init__(self, dtype, shape, element_shape=(), needs_grad=False, needs_dual=False):
         self.dtype = T.resolve(dtype)
         if self.dtype is None:
             raise TypeError(f'not an ndarray dtype: {dtype!r} (ndarrays hold scalars, vectors or matrices)')
+        if needs_dual and not self.dtype.is_float:
+            raise TaichiRuntimeError(f'ti.ndarray: needs_dual=True needs a floating-point dtype, got '
+                                     f'{self.dtype} (integer ndarrays have no tangent)')
         self.shape = as_shape(shape)
         self.element_shape = tuple(element_shape)
         self.name = 'ti.ndarray'
-        self.data = _zeros(self, self.shape, copies=2 if needs_grad else 1)
-        self.grad = Ndarray(dtype, shape, element_shape) if needs_grad else None
+        copies = (1 + needs_grad) * (1 + needs_dual)       # with .grad, .dual and .grad.dual
+        self.data = _zeros(self, self.shape, copies=copies)
+        self.grad = Ndarray(dtype, shape, element_shape, needs_dual=needs_dual) if needs_grad else None
+        self.dual = Ndarray(dtype, shape, element_shape) if needs_dual else None
 
     def to_numpy(self):
         return self.data.copy()
@@ -382,8 +392,8 @@ class Ndarray:
                     np.asarray(value) if isinstance(value, Matrix) else value)
 
 
-def ndarray(dtype, shape, needs_grad=False):
+def ndarray(dtype, shape, needs_grad=False, needs_dual=False):
     """`ti.ndarray(ti.f32, shape)`, also of a vector or matrix type (`ti.math.vec3`)."""
     if structs.kind_of(dtype) == 'matrix':
-        return Ndarray(dtype[-1], shape, dtype[1:-1], needs_grad)
-    return Ndarray(dtype, shape, (), needs_grad)
+        return Ndarray(dtype[-1], shape, dtype[1:-1], needs_grad, needs_dual)
+    return Ndarray(dtype, shape, (), needs_grad, needs_dual)

@@ -191,8 +191,8 @@ class _FieldsOfType:
             return placement.vector_field(self[1], self[2], shape, name, **options)
         return placement.matrix_field(self[1], self[2], self[3], shape, name, **options)
 
-    def ndarray(self, shape, needs_grad=False):
-        return fields.ndarray(self, shape, needs_grad)
+    def ndarray(self, shape, needs_grad=False, needs_dual=False):
+        return fields.ndarray(self, shape, needs_grad, needs_dual)
 
 
 class VectorType(_FieldsOfType, tuple):

@@ -147,5 +147,7 @@ root = _Root()
 # Vector.field / Matrix.field and the ndarray counterparts build on this module.
 Matrix.field = staticmethod(matrix_field)
 Vector.field = staticmethod(vector_field)
-Matrix.ndarray = staticmethod(lambda n, m, dtype, shape, needs_grad=False: Ndarray(dtype, shape, (n, m), needs_grad))
-Vector.ndarray = staticmethod(lambda n, dtype, shape, needs_grad=False: Ndarray(dtype, shape, (n,), needs_grad))
+Matrix.ndarray = staticmethod(lambda n, m, dtype, shape, needs_grad=False, needs_dual=False:
+                              Ndarray(dtype, shape, (n, m), needs_grad, needs_dual))
+Vector.ndarray = staticmethod(lambda n, dtype, shape, needs_grad=False, needs_dual=False:
+                              Ndarray(dtype, shape, (n,), needs_grad, needs_dual))

@@ -11,7 +11,7 @@ import numpy as np
 from . import replay
 from ..core.context import ctx
 from ..core.program import current as current_program
-from ..language.fields import Field
+from ..language.fields import Field, Ndarray
 from .kernels import Kernel
 from .tape import Tape
 from .finite_diff import GradientCheckError, restore_fields, snapshot_fields
@@ -109,7 +109,13 @@ class FwdMode:
     product dy/dx . seed. `loss` may be a field of any shape.
 
     Every placed float field gets a .dual on entry (a tangent written to a field without
-    one would be lost); clear_gradients=True zeroes them all before the seed is set."""
+    one would be lost); clear_gradients=True zeroes them all before the seed is set.
+
+    `param` may also be a float ti.ndarray created with needs_dual=True. Ndarrays are not
+    known to the program: their duals are the user's (zero them with `a.dual.fill(0)`, as
+    their values), except the param's: clear_gradients=True zeroes its .grad.dual, where
+    forward over reverse (ti.ad.hvp) accumulates. An ndarray without a .dual is a constant
+    to forward mode: reading it has tangent zero, writing floats to it is refused."""
 
     def __init__(self, loss, param, seed=None, clear_gradients=True):
         self.loss, self.param, self.seed, self.clear = loss, param, seed, clear_gradients
@@ -118,12 +124,14 @@ class FwdMode:
         if ctx.forward is not None:
             raise RuntimeError('ti.ad.FwdMode cannot be nested')
         prog = current_program()
-        if not isinstance(self.param, Field) or not self.param.dtype.is_float:
-            raise TypeError(f'ti.ad.FwdMode: param must be a float field (ndarrays and integer '
-                            f'fields have no tangent), got {_describe(self.param)}')
+        if not _has_tangent(self.param):
+            raise TypeError(f'ti.ad.FwdMode: param must be a float field or a ti.ndarray created with '
+                            f'needs_dual=True (integer fields have no tangent), got {_describe(self.param)}')
         prog.allocate_duals()
         if self.clear:
             prog.clear_duals()
+            if isinstance(self.param, Ndarray) and self.param.grad is not None:
+                self.param.grad.dual.data.fill(0)     # as the seed: not a write a tape sees
         size = self.param.data.size
         seed = np.ones(1) if self.seed is None and size == 1 else self.seed
         if seed is None:
@@ -139,9 +147,17 @@ class FwdMode:
         ctx.forward = None
 
 
+def _has_tangent(param):
+    if isinstance(param, Ndarray):
+        return param.dual is not None
+    return isinstance(param, Field) and param.dtype.is_float
+
+
 def _describe(obj):
     if isinstance(obj, Field):
         return f'field {obj.name} of dtype {obj.dtype}'
+    if isinstance(obj, Ndarray):
+        return f'a ti.ndarray of dtype {obj.dtype} without a .dual'
     return type(obj).__name__
 
 

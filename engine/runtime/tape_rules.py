@@ -24,9 +24,10 @@ def plain_target(obj, name='ndarray'):
     """The Target of a field, or of an ndarray (ti.ndarray or numpy array)."""
     if isinstance(obj, Field):
         return field_target(obj)
-    array, grad = getattr(obj, 'data', obj), getattr(obj, 'grad', None)
+    array, grad, dual = getattr(obj, 'data', obj), getattr(obj, 'grad', None), getattr(obj, 'dual', None)
     element = len(getattr(obj, 'element_shape', ()))
-    return Target(array, name, None, getattr(grad, 'data', grad),
+    # the tape saves and puts back the tangents of what it saves, too (forward over reverse)
+    return Target(array, name, getattr(dual, 'data', None), getattr(grad, 'data', grad),
                   array.shape[:array.ndim - element] if element else array.shape)
 
 

@@ -115,17 +115,27 @@ class Resolved(ast.expr):
 
 
 class NdarrayArg:
-    """An ndarray kernel argument: a pointer and a run-time shape in the argument buffer."""
+    """An ndarray kernel argument: a pointer and a run-time shape in the argument buffer.
 
-    def __init__(self, index, name, dtype, ndim, element_shape, offset, grad_offset=None):
+    Its .grad and .dual arrays (where the argument has them) are targets too, `grad_target`
+    and `dual_target`, and the gradient's dual is `grad_target.dual_target` (forward over
+    reverse): they share the shape slots, each with a pointer slot of its own. `path` names
+    the array from the argument: (), ('grad',), ('dual',) or ('grad', 'dual')."""
+
+    def __init__(self, index, name, dtype, ndim, element_shape, offset, path=()):
         self.index, self.name, self.dtype = index, name, dtype
         self.ndim, self.element_shape = ndim, tuple(element_shape)
         self.pointer_offset, self.shape_offset = offset, offset + 8
-        # The gradient array (if the argument has one) shares the shape slots.
-        self.grad_target = None
-        if grad_offset is not None:
-            self.grad_target = NdarrayArg(index, name + '.grad', dtype, ndim, element_shape, offset)
-            self.grad_target.pointer_offset = grad_offset
+        self.path = path
+        self.grad_target = self.dual_target = None
+
+    def add(self, role, pointer_offset):
+        """Its `role` ('grad' or 'dual') array, whose pointer is at `pointer_offset`."""
+        other = NdarrayArg(self.index, f'{self.name}.{role}', self.dtype, self.ndim, self.element_shape,
+                           pointer_offset, self.path + (role,))
+        other.shape_offset = self.shape_offset      # the argument's shape slots
+        setattr(self, role + '_target', other)
+        return other
 
     @property
     def shape(self):
