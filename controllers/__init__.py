@@ -9,9 +9,15 @@ import importlib
 import pkgutil
 
 
-def available():
-    """Names usable with --controller."""
-    return sorted(m.name for m in pkgutil.iter_modules(__path__) if m.name != 'base')
+# controllers that run the rollout themselves, step by step (a simulator that offers them
+# names its state: Simulation.state_fields)
+STEPWISE = ('torch',)
+
+
+def available(stepwise=True):
+    """Names usable with --controller (the stepwise ones too, if `stepwise`)."""
+    return sorted(m.name for m in pkgutil.iter_modules(__path__)
+                  if m.name != 'base' and (stepwise or m.name not in STEPWISE))
 
 
 def make(name, n_obs, n_act, steps, dt, **options):

@@ -103,7 +103,7 @@ class Rollout:
             *state, observation = step(*state, action)
         loss = self.loss(*state)
         loss.backward()
-        return float(loss)
+        return loss.item()
 
 
 def _step(kernel, t):

@@ -98,7 +98,7 @@ class Simulation:
         values = vars(cls.config_unchecked())
         found = dict(fp=FLOAT_TYPES, optimizer=tuple(optimizers.OPTIMIZERS), **cls.choices)
         if 'controller' in values:
-            found['controller'] = tuple(controllers.available())
+            found['controller'] = tuple(controllers.available(stepwise=hasattr(cls, 'state_fields')))
         return found
 
     @classmethod

@@ -214,7 +214,7 @@ def test_help_lists_the_choices(capsys):
     with pytest.raises(SystemExit):
         cli.main(MassSpring, ['train', '--help'])
     text = capsys.readouterr().out
-    for choices in ('{f32,f64}', '{gd,normalized,adam}', '{mlp,sine}', '{robot,triangle}', '{0,1,2}'):
+    for choices in ('{f32,f64}', '{gd,normalized,adam}', '{mlp,sine,torch}', '{robot,triangle}', '{0,1,2}'):
         assert choices in text
 
 

@@ -2,8 +2,12 @@
 
 A document's ```python blocks run in order as one script (kernels need a source
 file, so the script is written to a temporary file); a block followed by an
-```output block must print exactly that text.
+```output block must print exactly that text. A document that uses optional extras
+says so in a comment, `<!-- needs: torch, jax -->`: it is skipped without them (unless
+ENGINE_REQUIRE_INTEROP is set, as CI sets it).
 """
+import importlib
+import os
 import pathlib
 import re
 import runpy
@@ -14,6 +18,17 @@ DOCS_DIR = pathlib.Path(__file__).parent.parent / 'docs'
 DOCS = sorted(DOCS_DIR.rglob('*.md'))
 BLOCK = re.compile(r'```(python|output)\n(.*?)```', re.S)
 MARK = '@@block-{}@@'
+NEEDS = re.compile(r'<!-- needs: ([\w, ]+) -->')
+
+
+def _require(path):
+    """Skip a document whose optional extras are missing (fail, when CI requires them)."""
+    found = NEEDS.search(path.read_text())
+    for name in (found.group(1).replace(' ', '').split(',') if found else ()):
+        if os.environ.get('ENGINE_REQUIRE_INTEROP'):
+            importlib.import_module(name)
+        else:
+            pytest.importorskip(name)
 
 
 def _blocks(path):
@@ -31,6 +46,7 @@ def _blocks(path):
 
 @pytest.mark.parametrize('path', DOCS, ids=[p.relative_to(DOCS_DIR).as_posix() for p in DOCS])
 def test_doc_code_blocks_run_and_print_what_they_say(path, tmp_path, capsys, monkeypatch):
+    _require(path)
     blocks = _blocks(path)
     assert blocks, f'{path.name} has no python blocks'
     script = ''.join(f'print({MARK.format(i)!r})\n{code}' for i, (code, _) in enumerate(blocks))

@@ -129,6 +129,9 @@ class Field:
         if needs_grad and self.grad is None and primal is None:
             raise TaichiRuntimeError(f'field {self.name}: needs_grad=True needs a floating-point '
                                      f'dtype, got {self.dtype} (integer fields have no gradient)')
+        if needs_dual and self.dual is None and primal is None:
+            raise TaichiRuntimeError(f'field {self.name}: needs_dual=True needs a floating-point '
+                                     f'dtype, got {self.dtype} (integer fields have no tangent)')
         self._wants = {'grad': needs_grad, 'dual': needs_dual}
         self.auto_placed = False
         if shape is not None:

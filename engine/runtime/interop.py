@@ -43,7 +43,7 @@ class Port:
         self.obj, self.index = obj, index
         self.name = obj.name if index is Ellipsis else f'{obj.name}[{index}]'
         self.differentiable = obj.dtype.is_float
-        if self.differentiable and obj.grad is None:
+        if self.differentiable and (obj.grad is None or isinstance(obj, Field) and not obj.grad.placed):
             raise ValueError(f'the {role} {self.name} needs a gradient: declare it with needs_grad=True')
 
     def values(self):
@@ -114,11 +114,16 @@ class Call:
     def live(self):
         return not self.consumed and self.generation == current_program().generation
 
+    def release(self):
+        """No longer pending: what runs from now on (its own backward pass, which may run
+        kernels that write its fields: checkpointing) is not kept for it."""
+        if ctx.watch is not None:
+            ctx.watch.forget(id(self))
+
     def consume(self):
         self.consumed = True
         self.saved, self.tape = [], None
-        if ctx.watch is not None:
-            ctx.watch.forget(id(self))
+        self.release()
 
 
 class Function:
@@ -149,6 +154,8 @@ class Function:
             watch.recording = None
         call.outputs = [p.values().copy() for p in self.outputs]
         if not differentiable:
+            if not watch.calls:
+                ctx.watch = None        # nothing to watch for: launches go unobserved again
             return call.outputs, None
         watch.add_pending(call)
         return call.outputs, call
@@ -171,6 +178,7 @@ class Function:
         if not call.live():
             call = self._again(call, call.values if values is None else values)
         with call.own_state():
+            call.release()
             self._zero_gradients(call)
             for port, cotangent in zip(self.outputs, cotangents):
                 if port.differentiable and cotangent is not None:

@@ -176,6 +176,8 @@ class Watch:
         call = ref() if ref is not None else None
         for bucket in getattr(call, 'buckets', ()):
             bucket.pop(cid, None)
+        if not self.calls and self.recording is None and ctx.watch is self:
+            ctx.watch = None        # nothing to watch for: launches go unobserved again
 
     def _touching(self, target, key, written):
         """(call, its key) of the pending calls' elements that overlap key of target, among

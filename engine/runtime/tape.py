@@ -149,6 +149,8 @@ class Tape:
         if grad is not None and id(array) not in self.seen_ndarrays:
             self.seen_ndarrays[id(array)] = array
             grad.fill(0)
+            if getattr(grad, 'dual', None) is not None:     # forward over reverse accumulates there too
+                grad.dual.data.fill(0)
 
     def record_replay(self, recording):
         """A replay of a captured function: all its launches, as one unit. False when the
