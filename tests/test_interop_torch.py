@@ -177,7 +177,7 @@ def test_module_with_parameters_trains_with_torch_optim(f64):
         loss = layer(x0)
         loss.backward()
         opt.step()
-        losses.append(float(loss))
+        losses.append(loss.item())
     assert losses[-1] < losses[0]
 
 
@@ -242,3 +242,19 @@ def test_a_wrapped_diffmpm_iteration_takes_little_more_memory():
     wrapped iteration keeps no second copy of the simulation state."""
     import scripts.interop_memory as memory
     assert memory.main(['--quick', '--iters', '1']) < 1.2
+
+
+def test_ti_init_between_forward_and_backward_is_an_error(f64):
+    run, inputs, outputs = field_program()
+    f = tt.function(run, inputs, outputs)
+    loss = f(_randn(4, 3), torch.tensor(0.5, dtype=torch.float64, requires_grad=True))[1]
+    ti.init(default_fp=ti.f64)
+    with pytest.raises(RuntimeError, match='ti.init ran after'):
+        loss.backward()
+    kernel, outputs = matrix_kernel()       # a kernel's arrays are its own: it runs again
+    g = tt.kernel(kernel, outputs=outputs)
+    A = _randn(2, 3)
+    b = g(A, _randn(2, 2, 2), 1.0)[0]
+    ti.init(default_fp=ti.f64)
+    b.sum().backward()
+    assert A.grad is not None and torch.isfinite(A.grad).all()

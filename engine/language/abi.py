@@ -196,6 +196,7 @@ class ArgLayout:
 
 # the arrays an ndarray argument may carry besides its values, each with a pointer slot
 COMPANIONS = (('grad',), ('dual',), ('grad', 'dual'))
+_NONE = (False, False, False)
 
 
 def companion(value, path):
@@ -211,7 +212,10 @@ def key_of(spec, value):
         if not isinstance(array, np.ndarray):
             return ('bad', type(value))
         # whether it has a .grad, a .dual and a .grad.dual: each is a slot of the layout
-        has = tuple(companion(value, path) is not None for path in COMPANIONS)
+        # (a numpy array has none: the common case, keyed without looking)
+        has = _NONE if array is value else (
+            getattr(value, 'grad', None) is not None, getattr(value, 'dual', None) is not None,
+            getattr(getattr(value, 'grad', None), 'dual', None) is not None)
         return (array.dtype.str, array.ndim, element_shape_of(spec, value), has)
     if isinstance(value, Field):
         return value

@@ -18,6 +18,8 @@ engine/jax.py adapt them):
   pass runs again computing tangents, then the tape's adjoints run in forward mode).
 """
 import contextlib
+import functools
+import threading
 
 import numpy as np
 
@@ -29,6 +31,19 @@ from ..language.abi import element_shape_of
 from ..language.fields import Field, Ndarray
 from . import pending
 from .tape import Tape
+
+
+# The engine's modes (ctx) are global: calls from several threads (JAX runs callbacks on
+# its own threads, possibly side by side) take turns.
+_TURN = threading.RLock()
+
+
+def _one_at_a_time(method):
+    @functools.wraps(method)
+    def serialized(*args, **kwargs):
+        with _TURN:
+            return method(*args, **kwargs)
+    return serialized
 
 
 class Port:
@@ -137,6 +152,7 @@ class Function:
         if not self.outputs:
             raise ValueError(f'{self.name}: a wrapped function needs at least one output')
 
+    @_one_at_a_time
     def forward(self, values, differentiable=True):
         """(copies of the outputs, the Call whose backward pass is pending; None when not
         `differentiable`: then no tape records)."""
@@ -173,9 +189,13 @@ class Function:
         with call.tape.recording():
             self.fn()
 
+    @_one_at_a_time
     def backward(self, call, cotangents, values=None):
         """The gradient of each input (None for an integer one) given the outputs' cotangents."""
-        if not call.live():
+        if call.function is self and call.generation != current_program().generation:
+            raise RuntimeError(f'{self.name}: ti.init ran after this call\'s forward pass, and its fields went '
+                               f'with the old program; call it again')
+        if not call.live() or call.function is not self:
             call = self._again(call, call.values if values is None else values)
         with call.own_state():
             call.release()
@@ -211,6 +231,7 @@ class Function:
                                     f'state other than its inputs. Run it again instead of reusing its graph')
         return again
 
+    @_one_at_a_time
     def second_order(self, values, cotangents, tangents):
         """(tangent of each input's gradient, tangent of each output) for input tangents."""
         with _tangent_mode(self.inputs, tangents):
