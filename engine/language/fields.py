@@ -380,6 +380,15 @@ class Ndarray:
         """The values of another ndarray of the same shape."""
         self.from_numpy(other.data)
 
+    def to_torch(self, device=None):
+        """A new PyTorch tensor of the values (torch is an optional extra)."""
+        import torch
+        result = torch.from_numpy(self.to_numpy())
+        return result if device is None else result.to(device)
+
+    def from_torch(self, tensor):
+        self.from_numpy(tensor.detach().cpu().numpy())
+
     def fill(self, value):
         self._write(Ellipsis, value)
 
