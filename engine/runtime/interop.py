@@ -208,16 +208,19 @@ class Function:
         call.consume()
         return grads
 
-    def _zero_gradients(self, call):
-        """The gradients this backward pass accumulates into or reads: of every element the
-        call touched, and of the inputs and outputs."""
+    def _zero_gradients(self, call, tangents=False):
+        """The gradients this backward pass accumulates into or reads (and their tangents,
+        for forward over reverse): of every element the call touched, and of the ports."""
         for target, reads, writes in call.footprint.targets.values():
-            if target.grad is not None:
-                for key in reads.keys() + writes.keys():
-                    target.grad[pending.key_index(key)] = 0
+            for array in (target.grad, target.grad_dual if tangents else None):
+                if array is not None:
+                    for key in reads.keys() + writes.keys():
+                        array[pending.key_index(key)] = 0
         for port in self.inputs + self.outputs:
             if port.differentiable:
                 port.set_grad(0)
+                if tangents:
+                    port.dual(of_grad=True)[...] = 0
 
     def _again(self, call, values):
         """A new forward run for a call whose tape is spent, checked against its outputs."""
@@ -237,11 +240,8 @@ class Function:
         with _tangent_mode(self.inputs, tangents):
             _, call = self.forward(values)
             with call.own_state():
-                current_program().clear_gradients()
-                for port in self.inputs + self.outputs:
-                    if port.differentiable:
-                        port.set_grad(0)
-                        port.dual(of_grad=True)[...] = 0
+                call.release()
+                self._zero_gradients(call, tangents=True)
                 for port, cotangent in zip(self.outputs, cotangents):
                     if port.differentiable and cotangent is not None:
                         port.set_grad(np.asarray(cotangent).astype(port.dtype, copy=False))

@@ -32,23 +32,27 @@ from ..language.fields import Field
 
 
 class Target:
-    """A field, or an ndarray's array: its values, its gradient's (or None), its name."""
-    __slots__ = ('data', 'grad', 'name', 'ndim')
+    """A field, or an ndarray's array: its values, its gradient's and the gradient's
+    tangent's (forward over reverse), or None, and its name."""
+    __slots__ = ('data', 'grad', 'grad_dual', 'name', 'ndim')
 
-    def __init__(self, data, grad, name, ndim):
-        self.data, self.grad, self.name, self.ndim = data, grad, name, ndim
+    def __init__(self, data, grad, grad_dual, name, ndim):
+        self.data, self.grad, self.grad_dual, self.name, self.ndim = data, grad, grad_dual, name, ndim
 
 
 def field_target(field):
-    grad = field.grad._data if field.grad is not None and field.grad.placed else None
-    return Target(field._data, grad, f'field {field.name}', len(field.shape))
+    grad = field.grad if field.grad is not None and field.grad.placed else None
+    dual = grad.dual if grad is not None and grad.dual is not None and grad.dual.placed else None
+    return Target(field._data, None if grad is None else grad._data, None if dual is None else dual._data,
+                  f'field {field.name}', len(field.shape))
 
 
 def array_target(value, ndim):
     """An ndarray argument or object: a ti.ndarray, a numpy array, a tensor's view."""
     grad = getattr(value, 'grad', None)
+    dual = getattr(grad, 'dual', None)
     return Target(as_array(value), None if grad is None else as_array(grad),
-                  getattr(value, 'name', 'ndarray'), ndim)
+                  None if dual is None else as_array(dual), getattr(value, 'name', 'ndarray'), ndim)
 
 
 def element_key(index):
