@@ -10,9 +10,9 @@ engine through `jax.pure_callback`: it works under `jax.jit`, `jax.grad`, `jax.v
 (forward over reverse), so reverse-over-reverse second derivatives work. Forward mode
 (`jax.jvp`) of a custom_vjp function is not something JAX offers.
 
-A forward call keeps its tape for its backward pass under a token, as long as the
-backward pass comes (the last 64 calls are kept); a backward pass whose tape is gone or
-spent runs the forward pass again from the inputs it is given.
+A forward call keeps its tape for its backward pass under a token (the newest 64 calls
+keep theirs); a backward pass whose tape is gone or spent runs the forward pass again from
+its inputs, and refuses if that gives other outputs or the state it reads changed.
 """
 import collections
 import functools
@@ -27,6 +27,7 @@ from .runtime.interop import Function, KernelFunction
 __all__ = ['function', 'kernel']
 
 KEPT_CALLS = 64
+KEPT_SPENT = 4096
 
 
 def function(fn, inputs, outputs, name=None):
@@ -60,21 +61,40 @@ def _placeholder(value):
 
 
 class _Calls:
-    """Forward calls awaiting their backward pass, by token (the newest KEPT_CALLS)."""
+    """Forward calls awaiting their backward pass, by token (the newest KEPT_CALLS), and
+    spent ones (their outputs and the fingerprint of the state they read, to check a run
+    again: the newest KEPT_SPENT)."""
 
     def __init__(self):
         self.calls = collections.OrderedDict()
+        self.spent = collections.OrderedDict()
         self.tokens = itertools.count(1)
 
     def put(self, call):
         token = next(self.tokens)
         self.calls[token] = call
         while len(self.calls) > KEPT_CALLS:
-            self.calls.popitem(last=False)[1].consume()
+            self._spend(*self.calls.popitem(last=False))
         return token
 
+    def _spend(self, token, call):
+        if not call.consumed:
+            with call.own_state():
+                call.take_fingerprint()
+            call.consume()
+        self.spent[token] = call
+        while len(self.spent) > KEPT_SPENT:
+            self.spent.popitem(last=False)
+
     def take(self, token):
-        return self.calls.pop(int(token), None)
+        """The call of a token (spent, once its backward pass ran: a second one runs it again)."""
+        token = int(token)
+        call = self.calls.pop(token, None) or self.spent.get(token)
+        if call is None:
+            raise RuntimeError(f'engine.jax: the forward call of this backward pass is older than the last '
+                               f'{KEPT_SPENT} calls and its record is gone; compute the gradient again')
+        self.spent[token] = call
+        return call
 
 
 _CALLS = _Calls()
@@ -151,9 +171,7 @@ def _vjp(wrapped, static, fixed):
         def callback(token, arrays, cotangents):
             call = _CALLS.take(token)
             values = host_values(arrays)
-            if call is None:        # its tape is gone: the forward pass again
-                call = wrapped.forward(values)[1]
-            grads = wrapped.backward(call, list(cotangents), values)
+            grads = wrapped.backward(call, list(cotangents), values)    # runs it again if spent
             return _cast_all(arrays_only(grads), grad_specs)
         return tuple(jax.pure_callback(callback, grad_specs, token, arrays, cotangents, vmap_method='sequential'))
 

@@ -16,6 +16,7 @@ may run backwards in any order. Tensors must be in CPU memory (the kernels run t
 A tensor passed to a kernel's ndarray parameter is used in place, without a copy.
 """
 import torch
+from torch.autograd import forward_ad
 
 from .runtime.interop import Function, KernelFunction
 
@@ -30,14 +31,27 @@ class Wrapped:
         self.__name__ = wrapped.name
 
     def __call__(self, *values):
-        tracked = torch.is_grad_enabled() and any(
-            isinstance(v, torch.Tensor) and v.requires_grad for v in values)
+        self._check_scalars(values)
+        tensors = [v for v in values if isinstance(v, torch.Tensor)]
+        tracked = any(forward_ad.unpack_dual(t).tangent is not None for t in tensors) or \
+            torch.is_grad_enabled() and any(t.requires_grad for t in tensors)
         if not tracked:
             outputs, _ = self.wrapped.forward([_numpy(v) for v in values], differentiable=False)
             result = tuple(_tensor(o, values) for o in outputs)
         else:
             result = _Forward.apply(self.wrapped, *values)
         return result[0] if len(result) == 1 else result
+
+    def _check_scalars(self, values):
+        """A kernel's scalar parameter takes a number: a tensor that requires a gradient
+        there would get none."""
+        for spec, value in zip(getattr(self.wrapped, 'parameters', ()), values):
+            if spec.kind != 'ndarray' and isinstance(value, torch.Tensor) and value.requires_grad:
+                raise TypeError(f'{self.__name__}: parameter {spec.name!r} is a scalar, which gets no gradient; '
+                                f'pass a number (or make it an ndarray parameter)')
+
+    def __deepcopy__(self, memo):
+        return self         # the engine's function is shared (a copied nn.Module keeps using it)
 
 
 def function(fn, inputs, outputs, name=None):
@@ -72,6 +86,10 @@ class Module(torch.nn.Module):
             [torch.nn.Parameter(torch.from_numpy(ports[k].values().copy())) for k in chosen])
 
     def forward(self, *tensors):
+        count = len(self.op.wrapped.inputs) - len(self.slots)
+        if len(tensors) != count:
+            raise TypeError(f'{self.op.__name__}: forward() takes {count} tensor(s) (the inputs that are not '
+                            f'parameters), {len(tensors)} given')
         values, rest = [], iter(tensors)
         by_slot = dict(zip(self.slots, self.params))
         for k in range(len(self.op.wrapped.inputs)):
@@ -85,7 +103,7 @@ class _Forward(torch.autograd.Function):
     @staticmethod
     def forward(ctx, wrapped, *values):
         outputs, call = wrapped.forward([_numpy(v) for v in values])
-        ctx.wrapped, ctx.call = wrapped, call
+        ctx.wrapped, ctx.call, ctx.forward_values = wrapped, call, values
         ctx.save_for_backward(*[v for v in values if isinstance(v, torch.Tensor)])
         ctx.others = [None if isinstance(v, torch.Tensor) else v for v in values]
         results = tuple(_tensor(o, values) for o in outputs)
@@ -97,6 +115,13 @@ class _Forward(torch.autograd.Function):
         values = _values(ctx)
         grads = _Backward.apply(ctx.wrapped, ctx.call, len(values), *values, *cotangents)
         return (None,) + tuple(grads)
+
+    @staticmethod
+    def jvp(ctx, _, *tangents):
+        """Forward-mode AD (torch.autograd.forward_ad): the engine's forward mode."""
+        values = ctx.forward_values
+        _, output_tangents = ctx.wrapped.jvp([_numpy(v) for v in values], [_numpy(t) for t in tangents])
+        return tuple(None if t is None else _tensor(t, values) for t in output_tangents)
 
 
 class _Backward(torch.autograd.Function):
@@ -112,15 +137,40 @@ class _Backward(torch.autograd.Function):
         return tuple(None if g is None else _like(g, v) for g, v in zip(grads, values))
 
     @staticmethod
-    @torch.autograd.function.once_differentiable
     def backward(ctx, *tangents):
         args = _values(ctx)
         values, cotangents = args[:ctx.count], args[ctx.count:]
-        grad_tangents, output_tangents = ctx.wrapped.second_order(
-            [_numpy(v) for v in values], [_numpy(c) for c in cotangents], [_numpy(t) for t in tangents])
-        to_values = [None if g is None else _like(g, v) for g, v in zip(grad_tangents, values)]
-        to_cotangents = [None if t is None else _like(t, c) for t, c in zip(output_tangents, cotangents)]
-        return (None, None, None) + tuple(to_values) + tuple(to_cotangents)
+        with torch.no_grad():
+            grad_tangents, output_tangents = ctx.wrapped.second_order(
+                [_numpy(v) for v in values], [_numpy(c) for c in cotangents], [_numpy(t) for t in tangents])
+            results = [None if g is None else _like(g, v) for g, v in zip(grad_tangents, values)]
+            results += [None if t is None else _like(t, c) for t, c in zip(output_tangents, cotangents)]
+        return (None, None, None) + _no_higher_order(results, list(tangents) + args)
+
+
+def _no_higher_order(results, inputs):
+    """The second-order results, joined to what they came from by _NoHigherOrder when a
+    graph is being built, so that differentiating them raises instead of giving zero."""
+    sources = [t for t in inputs if isinstance(t, torch.Tensor) and t.requires_grad]
+    present = [r for r in results if r is not None]
+    if not (torch.is_grad_enabled() and sources and present):
+        return tuple(results)
+    joined = iter(_NoHigherOrder.apply(len(present), *present, *sources))
+    return tuple(None if r is None else next(joined) for r in results)
+
+
+class _NoHigherOrder(torch.autograd.Function):
+    """Passes second-order results through; differentiating them raises."""
+
+    @staticmethod
+    def forward(ctx, count, *args):
+        return tuple(a.clone() for a in args[:count])
+
+    @staticmethod
+    def backward(ctx, *grads):
+        raise RuntimeError('engine.torch: a derivative of a second-order gradient is not supported (a third '
+                           'derivative, or torch.autograd.functional.hvp, which differentiates one again with '
+                           'respect to its vector); use torch.autograd.functional.vhp, the same for a Hessian')
 
 
 def _values(ctx):
@@ -129,9 +179,21 @@ def _values(ctx):
 
 
 def _numpy(value):
-    if isinstance(value, torch.Tensor):
-        return value.detach().cpu().numpy()
-    return value
+    if not isinstance(value, torch.Tensor):
+        return value
+    functorch = torch._C._functorch
+    if functorch.is_functorch_wrapped_tensor(value) or functorch.is_batchedtensor(value) or \
+            functorch.is_legacy_batchedtensor(value):
+        raise TypeError('engine.torch operations do not support torch.func transforms (grad, vmap, jvp) nor '
+                        'vectorized torch.autograd.functional (vectorize=True); use torch.autograd, '
+                        'torch.autograd.forward_ad, or torch.autograd.functional without vectorize')
+    if value.dtype.is_complex or value.dtype in (torch.bfloat16, torch.float16):
+        raise TypeError(f'engine.torch: tensors of dtype {value.dtype} are not supported (real float32, '
+                        f'float64 and integer tensors are)')
+    if value.device.type != 'cpu':
+        raise TypeError(f'engine.torch: a tensor on {value.device} cannot be used: the kernels run on the '
+                        f'CPU; move it with .cpu()')
+    return value.detach().numpy()
 
 
 def _tensor(array, values):
@@ -161,5 +223,9 @@ def from_torch(obj, tensor):
 
 
 def as_tensor(obj):
-    """A tensor sharing a field's (or ndarray's) memory: writes to either show in both."""
+    """A tensor sharing a field's (or ndarray's) memory: writes to either show in both (a
+    struct field gives a dict of them). Writes through it are not seen by pending
+    backward passes (docs/interop.md): write fields through the engine between calls."""
+    if hasattr(obj, 'members'):
+        return {key: as_tensor(member) for key, member in obj.members.items()}
     return torch.from_numpy(obj.data)

@@ -38,6 +38,7 @@ def over_fields(x, q, y, loss, scale):
 
     @ti.kernel
     def total():
+        loss[None] = 0.0
         for i in y:
             loss[None] += scale * y[i] * y[i]
     return values, total

@@ -140,7 +140,7 @@ def test_reading_a_pending_calls_result_through_a_field_is_refused(f64):
     second = tt.function(lambda: p['step'](1), [p['p']], [(x, 2)], name='second')
     P = _randn(3)
     kept = first(_randn(3), P)         # its graph alive: its backward pass is pending
-    with pytest.raises(ti.ad.AutodiffError, match=r'reads field .*\[1, :\].*pending call of first'):
+    with pytest.raises(ti.ad.AutodiffError, match=r'uses field .*\[1, :\].*pending call of first'):
         second(P)
     del kept
 
@@ -233,7 +233,7 @@ def test_bad_input_is_refused(f64):
     with pytest.raises(ValueError, match='needs a gradient'):
         tt.function(run, [plain], outputs)
     kernel, outputs = matrix_kernel()
-    with pytest.raises(ValueError, match='not parameters of the kernel'):
+    with pytest.raises(ValueError, match='is not a parameter of the kernel'):
         tt.kernel(kernel, outputs={'nope': (3,)})
 
 
@@ -258,3 +258,164 @@ def test_ti_init_between_forward_and_backward_is_an_error(f64):
     ti.init(default_fp=ti.f64)
     b.sum().backward()
     assert A.grad is not None and torch.isfinite(A.grad).all()
+
+
+def test_ports_naming_the_same_elements_are_refused(f64):
+    x = ti.field(float, shape=(3, 2), needs_grad=True)
+    y = ti.field(float, shape=(3, 2), needs_grad=True)
+
+    @ti.kernel
+    def run():
+        for i, j in y:
+            y[i, j] = x[i, j] ** 2
+    for inputs, outputs in (([x], [y, y]), ([x], [y, (y, 0)]), ([(x, 0)], [x]), ([x, (x, -1)], [y]),
+                            ([(x, [1, 1])], [y]), ([(x, 0)], [(x, (0, slice(None)))])):
+        with pytest.raises(ValueError, match='name the same elements'):
+            tt.function(run, inputs, outputs)
+    assert tt.function(run, [(x, 0), (x, 1)], [(y, 0), y.grad and (y, 2)])     # disjoint: fine
+    tt.function(run, [x], [x, y])       # the same port in and out: updated in place
+
+
+def test_single_elements_as_ports(f64):
+    x = ti.field(float, shape=(2, 3), needs_grad=True)
+    y = ti.field(float, shape=3, needs_grad=True)
+
+    @ti.kernel
+    def run():
+        for j in y:
+            y[j] = x[0, j] * x[1, j] + x[0, 1] ** 2
+    f = tt.function(run, [(x, (0, 1)), (x, 1)], [(y, 1), (y, 2)])
+    assert gradcheck(f, (_randn(), _randn(3)))
+    assert gradgradcheck(f, (_randn(), _randn(3)))
+
+
+def test_third_order_and_hvp_are_refused_vhp_works(f64):
+    run, inputs, outputs = custom_gradient_program()
+    f = tt.function(run, inputs, outputs)
+    X, v = _randn(3), torch.randn(3, dtype=torch.float64)
+    first = lambda a: f(a)[0]    # noqa: E731
+    hessian = torch.autograd.functional.hessian(first, X)
+    _, vhp = torch.autograd.functional.vhp(first, X, v)
+    assert torch.allclose(vhp, hessian @ v)
+    with pytest.raises(RuntimeError, match='derivative of a second-order gradient is not supported'):
+        torch.autograd.functional.hvp(first, X, v)
+    g = torch.autograd.grad(first(X), X, create_graph=True)[0]
+    g2 = torch.autograd.grad(g.sum(), X, create_graph=True)[0]
+    with pytest.raises(RuntimeError, match='not supported'):
+        torch.autograd.grad(g2.sum(), X)
+
+
+def test_forward_mode_ad(f64):
+    import torch.autograd.forward_ad as fwAD
+    run, inputs, outputs = field_program()
+    f = tt.function(run, inputs, outputs)
+    X, W = _randn(4, 3), torch.tensor(0.7, dtype=torch.float64)
+    direction = torch.randn(4, 3, dtype=torch.float64)
+    with fwAD.dual_level():
+        y, loss = f(fwAD.make_dual(X.detach(), direction), W)
+        tangent = fwAD.unpack_dual(loss).tangent
+    (grad,) = torch.autograd.grad(f(X, W)[1], X)
+    assert torch.allclose(tangent, (grad * direction).sum())
+    assert gradcheck(lambda a: f(a, W), (X,), check_forward_ad=True)
+    with pytest.raises((TypeError, RuntimeError), match='functorch|torch.func'):     # refused, not zero
+        torch.func.grad(lambda a: f(a, W)[1])(X.detach())
+    with pytest.raises(TypeError, match='vectorize'):
+        torch.autograd.functional.jacobian(lambda a: f(a, W)[1], X, vectorize=True)
+
+
+def test_hidden_state_changed_before_a_second_backward_is_refused(f64):
+    x = ti.field(float, shape=2, needs_grad=True)
+    y = ti.field(float, shape=2, needs_grad=True)
+    c = ti.field(float, shape=2)
+
+    @ti.kernel
+    def run():
+        for i in range(2):
+            y[i] = c[i] * x[i] + x[i] ** 3
+    f = tt.function(run, [x], [y])
+    c.fill(1.0)
+    X = torch.zeros(2, dtype=torch.float64, requires_grad=True)     # y does not depend on c here
+    out = f(X)
+    torch.autograd.grad(out.sum(), X, retain_graph=True)
+    c.fill(5.0)
+    with pytest.raises(ti.ad.AutodiffError, match='the state it reads besides its inputs changed'):
+        torch.autograd.grad(out.sum(), X)
+
+
+def test_accumulating_into_a_pending_calls_result_is_refused(f64):
+    x = ti.field(float, shape=2, needs_grad=True)
+    scratch = ti.field(float, shape=2, needs_grad=True)
+    y = ti.field(float, shape=2, needs_grad=True)
+
+    @ti.kernel
+    def write():
+        for i in range(2):
+            scratch[i] = x[i]
+
+    @ti.kernel
+    def accumulate():
+        for i in range(2):
+            scratch[i] += x[i]
+
+    @ti.kernel
+    def read():
+        for i in range(2):
+            y[i] = scratch[i] ** 2
+    first = tt.function(lambda: (write(), read()), [x], [y], name='first')
+    second = tt.function(lambda: (accumulate(), read()), [x], [y], name='second')
+    kept = first(_randn(2))
+    with pytest.raises(ti.ad.AutodiffError, match='uses field scratch'):
+        second(_randn(2))
+    del kept
+
+
+def test_tensor_arguments_taichi_style_edge_cases(f64):
+    @ti.kernel
+    def square(a: ti.types.ndarray(), b: ti.types.ndarray()):
+        for i in a:
+            b[i] = a[i] ** 2
+    leaf = torch.tensor([1.0, 2.0], dtype=torch.float64, requires_grad=True)
+    not_leaf, b = leaf * 1.0, torch.zeros(2, dtype=torch.float64, requires_grad=True)
+    b.grad = torch.ones(2, dtype=torch.float64)
+    with pytest.raises(ti.TaichiTypeError, match='not a leaf'):
+        square.grad(not_leaf, b)
+    saved = torch.tensor([1.0, 2.0], dtype=torch.float64, requires_grad=True)
+    product = saved * saved.detach().clone().requires_grad_()
+    holder = torch.zeros(2, dtype=torch.float64)
+    used = holder * saved          # autograd saves holder
+    square(leaf.detach(), holder)  # the kernel changes it in place: its version moves
+    with pytest.raises(RuntimeError, match='modified by an inplace operation'):
+        used.sum().backward()
+    del product
+    loss = ti.field(float, shape=(), needs_grad=True)
+
+    @ti.kernel
+    def total(a: ti.types.ndarray()):
+        for i in a:
+            loss[None] += a[i] ** 2
+    with ti.ad.Tape(loss):          # a tensor with a gradient, on the engine's own tape
+        total(leaf)
+    assert leaf.grad.tolist() == [2.0, 4.0]
+
+
+def test_unsupported_tensors_and_arguments_are_refused(f64):
+    run, inputs, outputs = field_program()
+    f = tt.function(run, inputs, outputs)
+    for bad in (torch.zeros(4, 3, dtype=torch.bfloat16), torch.zeros(4, 3, dtype=torch.complex128)):
+        with pytest.raises(TypeError, match='not supported'):
+            f(bad, _randn())
+    counter = ti.field(ti.i32, shape=4)
+    g = tt.function(run, [counter] + inputs, outputs)
+    with pytest.raises(TypeError, match='holds int32 values; the value given is float64'):
+        g(torch.full((4,), 1.5, dtype=torch.float64), _randn(4, 3), _randn())
+    layer = tt.Module(run, inputs, outputs, parameters=[inputs[1]])
+    with pytest.raises(TypeError, match='takes 1 tensor'):
+        layer(_randn(4, 3), _randn(4, 3))
+    kernel, outputs = matrix_kernel()
+    with pytest.raises(TypeError, match="'s' is a scalar, which gets no gradient"):
+        tt.kernel(kernel, outputs)(_randn(4, 3), _randn(4, 2, 2), torch.tensor(1.0, requires_grad=True))
+    b, c = tt.kernel(kernel, outputs)(_randn(4, 3), _randn(4, 2, 2), torch.tensor(2.0))    # a 0-d tensor: a number
+    with pytest.raises(ValueError, match='shape of output'):
+        tt.kernel(kernel, {'b': 4, 'c': (4, 2)})
+    with pytest.raises(TypeError, match='expected a @ti.kernel'):
+        tt.kernel(lambda: None, {'b': (4,)})

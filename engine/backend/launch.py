@@ -144,7 +144,11 @@ class CompiledKernel:
             array = as_array(args[k])
             if not array.flags.c_contiguous:
                 raise call_error(self.kernel, f'ndarray argument {self.layout.specs[k].name!r} must be '
-                                               f'C-contiguous (use np.ascontiguousarray)')
+                                               f'C-contiguous (use {_contiguous_hint(args[k])})')
             struct.pack_into('=Q' + 'q' * ndim, self.buffer, offset, array.ctypes.data, *array.shape[:ndim])
             for pointer_offset, path in companions:      # its .grad, .dual, .grad.dual
                 struct.pack_into('=Q', self.buffer, pointer_offset, companion(args[k], path).data.ctypes.data)
+
+
+def _contiguous_hint(value):
+    return '.contiguous()' if isinstance(value, ExternalArray) else 'np.ascontiguousarray'

@@ -84,17 +84,30 @@ class ExternalArray:
     """A tensor of another library (PyTorch's, or any DLPack array in CPU memory) passed
     as an ndarray argument: a view of its memory, so that the kernel reads and writes the
     tensor itself, as Taichi does; `.grad` views the tensor's .grad (allocated, zeros, for
-    a leaf tensor that requires a gradient and has none yet)."""
+    a leaf tensor that requires a gradient and has none yet). A non-leaf tensor that
+    requires a gradient has no .grad to write (`lost_gradient`): kernel.grad refuses it."""
 
     def __init__(self, tensor):
-        self.data = _memory_of(tensor)
-        self.grad = None
+        self.tensor, self.data = tensor, _memory_of(tensor)
+        self.grad, self.lost_gradient = None, False
         if getattr(tensor, 'requires_grad', False):
-            if tensor.grad is None and tensor.is_leaf:
+            if tensor.is_leaf and tensor.grad is None:
                 tensor.grad = tensor.detach().clone().zero_()
-            if tensor.grad is not None:
+            if tensor.is_leaf or tensor.retains_grad and tensor.grad is not None:
                 self.grad = ExternalArray(tensor.grad)
+            else:
+                self.lost_gradient = True
         self.name = f'{type(tensor).__name__} of shape {tuple(self.data.shape)}'
+
+    def fill(self, value):
+        self.data[...] = value
+
+    def written(self):
+        """After a kernel wrote it: PyTorch's version counter moves, so that autograd
+        refuses a backward pass that saved the old values (as an in-place op makes it)."""
+        if type(self.tensor).__module__.startswith('torch'):
+            import torch.autograd.graph
+            torch.autograd.graph.increment_version(self.tensor)
 
 
 def _memory_of(tensor):
@@ -113,6 +126,15 @@ def adopt_arrays(args, positions):
         if type(value) is not np.ndarray and not isinstance(value, Ndarray) and hasattr(value, '__dlpack__'):
             args = args[:k] + (ExternalArray(value),) + args[k + 1:]
     return args
+
+
+def refuse_lost_gradients(kernel_name, args):
+    """kernel.grad with a tensor whose gradient has nowhere to go: an error, not a loss."""
+    for value in args:
+        if isinstance(value, ExternalArray) and value.lost_gradient:
+            raise TaichiTypeError(
+                f'{kernel_name}.grad: the {value.name} requires a gradient but is not a leaf, so it has no .grad '
+                f'to write; pass a leaf tensor, or make the kernel a PyTorch operation with engine.torch.kernel')
 
 
 class ArgLayout:

@@ -19,6 +19,7 @@ engine/jax.py adapt them):
 """
 import contextlib
 import functools
+import hashlib
 import threading
 
 import numpy as np
@@ -30,6 +31,7 @@ from ..core.program import current as current_program
 from ..language.abi import element_shape_of
 from ..language.fields import Field, Ndarray
 from . import pending
+from .kernels import Kernel
 from .tape import Tape
 
 
@@ -44,6 +46,12 @@ def _one_at_a_time(method):
         with _TURN:
             return method(*args, **kwargs)
     return serialized
+
+
+# the most bytes of read-only state a call hashes (to check a run again of it); beyond,
+# such a run is refused
+FINGERPRINT_LIMIT = 64 * 2 ** 20
+TOO_LARGE = 'too large to hash'
 
 
 class Port:
@@ -62,7 +70,13 @@ class Port:
             raise ValueError(f'the {role} {self.name} needs a gradient: declare it with needs_grad=True')
 
     def values(self):
-        return self.obj.data[self.index]
+        return np.asarray(self.obj.data[self.index])
+
+    def counts(self):
+        """How many times the port names each element of its field or ndarray."""
+        counts = np.zeros(self.obj.data.shape, np.uint8)
+        np.add.at(counts, self.index, 1)
+        return counts
 
     @property
     def shape(self):
@@ -76,20 +90,28 @@ class Port:
         array = np.asarray(array)
         if array.shape != self.shape:
             raise ValueError(f'{self.name} has shape {self.shape}, the value given has shape {array.shape}')
+        if array.dtype.kind == 'f' and self.dtype.kind != 'f' or array.dtype.kind not in 'fiub':
+            raise TypeError(f'{self.name} holds {self.dtype} values; the value given is {array.dtype}')
         self.obj._write(self.index, array.astype(self.dtype, copy=False))
 
     def grad(self):
-        return self.obj.grad.data[self.index]
+        return np.asarray(self.obj.grad.data[self.index])
 
     def set_grad(self, values):
         self.obj.grad.data[self.index] = values
 
-    def dual(self, of_grad=False):
+    def _dual_owner(self, of_grad):
         owner = self.obj.grad if of_grad else self.obj
         if getattr(owner, 'dual', None) is None:
             raise AutodiffError(f'{self.name}: a second-order gradient needs its tangent; create the ndarray '
                                 f'with needs_dual=True')
-        return owner.dual.data[self.index]
+        return owner.dual
+
+    def dual(self, of_grad=False):
+        return np.asarray(self._dual_owner(of_grad).data[self.index])
+
+    def set_dual(self, values, of_grad=False):
+        self._dual_owner(of_grad).data[self.index] = values
 
     def same(self, other):
         return self.obj is other.obj and repr(self.index) == repr(other.index)
@@ -104,6 +126,7 @@ class Call:
         self.footprint = pending.Footprint()
         self.saved, self.kept = [], set()
         self.tape, self.outputs, self.consumed = None, None, False
+        self.fingerprint = None
         self.generation = current_program().generation
 
     def keep(self, target, key):
@@ -136,9 +159,27 @@ class Call:
             ctx.watch.forget(id(self))
 
     def consume(self):
+        """Its one backward pass done: the tape and the copies go; its outputs and the
+        fingerprint of the state it read stay, to check a run again."""
         self.consumed = True
-        self.saved, self.tape = [], None
+        self.saved, self.tape, self.footprint = [], None, None
         self.release()
+
+    def take_fingerprint(self):
+        """A hash of the elements it read and never wrote (as they were at its forward
+        pass: call it with them in place), TOO_LARGE when they are too large to hash on
+        every backward pass."""
+        if self.fingerprint is not None or self.footprint is None:
+            return
+        elements = pending.read_only(self.footprint)
+        if sum(target.data[pending.key_index(key)].nbytes for target, key in elements) > FINGERPRINT_LIMIT:
+            self.fingerprint = TOO_LARGE
+            return
+        digest = hashlib.blake2b(digest_size=16)
+        for target, key in elements:
+            digest.update(f'{target.name}{key}'.encode())
+            digest.update(np.ascontiguousarray(target.data[pending.key_index(key)]).tobytes())
+        self.fingerprint = digest.hexdigest()
 
 
 class Function:
@@ -151,6 +192,9 @@ class Function:
         self.outputs = [Port(p, 'output') for p in outputs]
         if not self.outputs:
             raise ValueError(f'{self.name}: a wrapped function needs at least one output')
+        _check_overlaps(self.name, self.inputs, 'inputs')
+        _check_overlaps(self.name, self.outputs, 'outputs')
+        _check_overlaps(self.name, self.inputs + self.outputs, 'an input and an output', identical_ok=True)
 
     @_one_at_a_time
     def forward(self, values, differentiable=True):
@@ -199,6 +243,7 @@ class Function:
             call = self._again(call, call.values if values is None else values)
         with call.own_state():
             call.release()
+            call.take_fingerprint()
             self._zero_gradients(call)
             for port, cotangent in zip(self.outputs, cotangents):
                 if port.differentiable and cotangent is not None:
@@ -220,19 +265,38 @@ class Function:
             if port.differentiable:
                 port.set_grad(0)
                 if tangents:
-                    port.dual(of_grad=True)[...] = 0
+                    port.set_dual(0, of_grad=True)
 
     def _again(self, call, values):
-        """A new forward run for a call whose tape is spent, checked against its outputs."""
+        """A new forward run for a call whose tape is spent, checked against it: the same
+        outputs, and the same state read besides the inputs."""
+        with call.own_state():      # a call that never ran backwards: as it ran
+            call.take_fingerprint()
         outputs, again = self.forward(values)
+        again.take_fingerprint()
         for port, before, now in zip(self.outputs, call.outputs, outputs):
             tolerance = 1e-5 if port.dtype.itemsize < 8 else 1e-10
             if before.shape != now.shape or not np.allclose(before, now, rtol=tolerance, atol=tolerance):
-                again.consume()
-                raise AutodiffError(f'{self.name}: its backward pass ran the function again (a second backward '
-                                    f'pass, or one after ti.init) and output {port.name} changed: it depends on '
-                                    f'state other than its inputs. Run it again instead of reusing its graph')
+                self._refuse_again(again, f'output {port.name} changed')
+        if call.fingerprint == TOO_LARGE:
+            self._refuse_again(again, f'the state it reads besides its inputs is over {FINGERPRINT_LIMIT >> 20} '
+                                      f'MiB, too large to check')
+        if call.fingerprint is None or call.fingerprint != again.fingerprint:
+            self._refuse_again(again, 'the state it reads besides its inputs changed')
         return again
+
+    def _refuse_again(self, again, why):
+        again.consume()
+        raise AutodiffError(f'{self.name}: its backward pass ran the function again (a second backward pass through '
+                            f'its graph, or one after ti.init) and {why}: the gradient would not be the one of the '
+                            f'first run. Call the function again instead of reusing its graph')
+
+    @_one_at_a_time
+    def jvp(self, values, tangents):
+        """(the outputs, their tangents) for tangents of the inputs: forward mode, no tape."""
+        with _tangent_mode(self.inputs, tangents):
+            outputs, _ = self.forward(values, differentiable=False)
+            return outputs, [p.dual().copy() if p.differentiable else None for p in self.outputs]
 
     @_one_at_a_time
     def second_order(self, values, cotangents, tangents):
@@ -252,6 +316,25 @@ class Function:
         return grad_tangents, output_tangents
 
 
+def _check_overlaps(name, ports, what, identical_ok=False):
+    """Ports that name one element twice would load it twice (inputs: which value wins?) or
+    seed its gradient twice (outputs): refused. An input that is also an output (the same
+    port) is allowed: the function updates it in place."""
+    by_object = {}
+    for port in ports:
+        by_object.setdefault(id(port.obj), []).append(port)
+    for group in by_object.values():
+        if identical_ok:
+            group = [p for k, p in enumerate(group) if not any(p.same(q) for q in group[:k])]
+        if len(group) < 2 and (identical_ok or group[0].index is Ellipsis or
+                               not isinstance(group[0].index, (list, np.ndarray, tuple))):
+            continue
+        if sum(p.counts() for p in group).max() > 1:
+            names = ', '.join(p.name for p in group)
+            raise ValueError(f'{name}: {what} {names} name the same elements: each element may be one input '
+                             f'and one output at most')
+
+
 @contextlib.contextmanager
 def _tangent_mode(inputs, tangents):
     """Forward mode with the inputs' tangents set (every field's others zero)."""
@@ -262,7 +345,7 @@ def _tangent_mode(inputs, tangents):
     prog.clear_duals()
     for port, tangent in zip(inputs, tangents):
         if port.differentiable:
-            port.dual()[...] = 0 if tangent is None else np.asarray(tangent).astype(port.dtype, copy=False)
+            port.set_dual(0 if tangent is None else np.asarray(tangent).astype(port.dtype, copy=False))
     ctx.forward = _SECOND_ORDER
     try:
         yield
@@ -282,17 +365,33 @@ class KernelFunction:
     the caller's), anything else as the kernel takes it."""
 
     def __init__(self, kernel, outputs, dtypes=None, name=None):
+        if not isinstance(kernel, Kernel):
+            raise TypeError(f'expected a @ti.kernel, got {getattr(kernel, "__name__", type(kernel).__name__)} '
+                            f'(wrap a Python function of kernels with function(fn, inputs, outputs))')
         self.kernel, self.name = kernel, name or kernel.name
         self.specs = kernel.specs
-        names = [s.name for s in self.specs]
-        unknown = [o for o in outputs if o not in names]
-        if unknown:
-            raise ValueError(f'{self.name}: {unknown} are not parameters of the kernel ({names})')
-        for out in outputs:
-            if self.specs[names.index(out)].kind != 'ndarray':
-                raise ValueError(f'{self.name}: output {out!r} must be an ndarray parameter')
         self.output_shapes, self.dtypes = dict(outputs), dict(dtypes or {})
         self.parameters = [s for s in self.specs if s.name not in self.output_shapes]
+        self._check_outputs()
+
+    def _check_outputs(self):
+        names = [s.name for s in self.specs]
+        if not self.output_shapes:
+            raise ValueError(f'{self.name}: name at least one ndarray parameter as an output')
+        for name in list(self.output_shapes) + list(self.dtypes):
+            if name not in names:
+                raise ValueError(f'{self.name}: {name!r} is not a parameter of the kernel ({", ".join(names)})')
+            if name not in self.output_shapes:
+                raise ValueError(f'{self.name}: dtypes names {name!r}, which is not one of the outputs')
+            if self.specs[names.index(name)].kind != 'ndarray':
+                raise ValueError(f'{self.name}: output {name!r} must be an ndarray parameter')
+            like = self.output_shapes[name]
+            if isinstance(like, str) and like not in [s.name for s in self.parameters if s.kind == 'ndarray']:
+                raise ValueError(f'{self.name}: output {name!r} takes the shape of {like!r}, which is not an '
+                                 f'ndarray input of the kernel')
+            if not (isinstance(like, (str, tuple, list)) or callable(like)):
+                raise ValueError(f'{self.name}: the shape of output {name!r} must be a tuple, an input\'s name '
+                                 f'or a function of the values, got {like!r}')
 
     def bind(self, values, duals=False):
         """A Function of one call: fresh ndarrays for the arrays of this call."""
@@ -310,7 +409,7 @@ class KernelFunction:
                 args.append(_ndarray_of(spec, np.asarray(given[spec.name]), duals))
                 inputs.append(args[-1])
             else:
-                args.append(given[spec.name])
+                args.append(_plain(given[spec.name]))
         kernel = self.kernel
         return Function(lambda: kernel(*args), inputs, outputs, self.name)
 
@@ -353,6 +452,9 @@ class KernelFunction:
             self._arrays(values), cotangents, self._arrays(tangents))
         return self._per_value(grad_tangents), output_tangents
 
+    def jvp(self, values, tangents):
+        return self.bind(values, duals=True).jvp(self._arrays(values), self._arrays(tangents))
+
     def _arrays(self, values):
         return [values[k] for k in self.array_positions()]
 
@@ -361,6 +463,11 @@ class KernelFunction:
         for k, grad in zip(self.array_positions(), grads):
             out[k] = grad
         return out
+
+
+def _plain(value):
+    """A kernel's scalar argument: a 0-d array (a framework's number) as a Python number."""
+    return value.item() if isinstance(value, np.ndarray) and value.ndim == 0 else value
 
 
 def _is_float_array(value):

@@ -13,7 +13,9 @@ from ..core import dtypes as T
 from ..ir import ops
 from . import pipeline
 from ..language import structs
-from ..language.abi import ArgSpec, ExternalArray, NdarrayType, adopt_arrays, as_array, call_error, element_shape_of, key_of
+from ..language.abi import (ArgSpec, ExternalArray, NdarrayType, adopt_arrays, as_array, call_error, element_shape_of,
+                            key_of, refuse_lost_gradients)
+from ..autodiff.rules import READ
 from ..core.context import ctx
 from ..core.errors import USER_ERRORS, SourceLocation, TaichiTypeError, user_frames_only
 from ..language.fields import Field, Ndarray
@@ -71,6 +73,7 @@ class Kernel:
         try:
             if kwargs or len(args) != len(self.specs):     # keywords, defaults, or an error
                 args = self._bind(args, kwargs)
+            given = args
             if self.ndarray_positions:          # tensors passed as ndarrays: views of their memory
                 args = adopt_arrays(args, self.ndarray_positions)
             compiled = self.compiled(args)
@@ -84,6 +87,8 @@ class Kernel:
                 result = pipeline.launch_checked(compiled, args, shadowed)
             else:
                 result = launched.launch(args)
+            if args is not given:
+                mark_written(compiled, args)
             if recorder is not None:
                 recorder.record(self, args, compiled, launched)
             if ctx.capture is not None:
@@ -147,7 +152,7 @@ class Kernel:
         given = T.from_numpy(array.dtype)
         if wanted is not None and wanted is not given:
             raise call_error(self, f'{where}: required element type {wanted}, but the array has element type '
-                                    f'{given} (numpy {array.dtype}); convert it, e.g. with .astype(np.{wanted.np})')
+                                    f'{given} (numpy {array.dtype}); convert it, e.g. with {_conversion(value, wanted)}')
         element_shape = element_shape_of(spec, value)
         if structs.kind_of(annotation.dtype) == 'matrix' and element_shape != structs.matrix_shape(annotation.dtype):
             raise call_error(self, f'{where}: elements of shape {structs.matrix_shape(annotation.dtype)} are '
@@ -206,6 +211,7 @@ class AdjointKernel:
                 args = kernel._bind(args, kwargs)
             if kernel.ndarray_positions:
                 args = adopt_arrays(args, kernel.ndarray_positions)
+                refuse_lost_gradients(kernel.name, args)
             primal = kernel.compiled(args)
             if primal.program.config.ad_validation and primal.access_summary().violation:
                 raise primal.access_summary().violation
@@ -224,6 +230,20 @@ class AdjointKernel:
         if ctx.forward is not None:      # forward over reverse: Hessian-vector products
             adjoint = pipeline.tangents_of(adjoint)
         adjoint.launch(args)
+
+
+def _conversion(value, dtype):
+    if isinstance(value, ExternalArray):
+        return f'.to(torch.{np.dtype(dtype.np).name})'
+    return f'.astype(np.{np.dtype(dtype.np).name})'
+
+
+def mark_written(compiled, args):
+    """Tell the tensors a launch wrote (ExternalArray arguments) that their values changed."""
+    for obj, kind, _, _ in compiled.access_summary().accesses:
+        value = args[obj.index] if kind != READ and not isinstance(obj, Field) else None
+        if isinstance(value, ExternalArray):
+            value.written()
 
 
 def kernel(fn):

@@ -26,7 +26,7 @@ import numpy as np
 
 from ..core.context import ctx
 from ..core.errors import AutodiffError
-from ..autodiff.rules import READ
+from ..autodiff.rules import READ, STORE
 from ..language.abi import as_array
 from ..language.fields import Field
 
@@ -120,8 +120,18 @@ class Footprint:
         return bool(found and found[2].overlapping(key))
 
 
+def read_only(footprint):
+    """[(Target, key)] of the elements a call read and never wrote: the state, besides its
+    inputs, that a run again from the inputs depends on."""
+    out = []
+    for target, reads, writes in footprint.targets.values():
+        out += [(target, key) for key in reads.keys() if not writes.overlapping(key)]
+    return sorted(out, key=lambda pair: (pair[0].name, repr(pair[1])))
+
+
 def launch_accesses(compiled, args):
-    """[(Target, key, written)] of the elements one launch reads and writes."""
+    """[(Target, key, kind)] of the elements one launch reads (READ), stores (STORE) or
+    accumulates into (ADD: reads and writes)."""
     out = []
     for obj, kind, box, _ in compiled.access_summary().accesses:
         if isinstance(obj, Field):
@@ -130,7 +140,7 @@ def launch_accesses(compiled, args):
             target = array_target(args[obj.index], obj.ndim)
         key = element_key(box.index(args, target.data.shape[:target.ndim]))
         if key is not None:
-            out.append((target, key, kind != READ))
+            out.append((target, key, kind))
     return out
 
 
@@ -140,8 +150,8 @@ def replay_accesses(recording):
     if found is None:
         found = {}
         for (_, args), compiled in zip(recording.calls, recording.launches.kernels):
-            for target, key, written in launch_accesses(compiled, args):
-                found[(id(target.data), key, written)] = (target, key, written)
+            for target, key, kind in launch_accesses(compiled, args):
+                found[(id(target.data), key, kind)] = (target, key, kind)
         found = recording.interop_accesses = list(found.values())
     return found
 
@@ -208,17 +218,18 @@ class Watch:
         """A write from Python to owner[index] (a field or ndarray; index as numpy's)."""
         target = field_target(owner) if isinstance(owner, Field) else array_target(owner, len(owner.shape))
         key = python_key(index, target.data.shape[:target.ndim])
-        self._accesses([(target, key, True)], 'a write from Python')
+        self._accesses([(target, key, STORE)], 'a write from Python')
 
     def _accesses(self, accesses, what):
         recording = self.recording
-        for target, key, written in accesses:
+        for target, key, kind in accesses:
+            written = kind != READ
             if self.calls:
                 for call, mine in self._touching(target, key, True):
+                    if kind != STORE and recording is not None:     # its value is used: a read or an add
+                        _check_dependency(call, recording, target, key, what)
                     if written:
                         call.keep(target, mine)
-                    elif recording is not None:
-                        _check_dependency(call, recording, target, key, what)
                 if written:
                     for call, mine in self._touching(target, key, False):
                         call.keep(target, mine)
@@ -232,7 +243,7 @@ def _check_dependency(call, recording, target, key, what):
     """A read of elements a pending call wrote, by a call that has not written them."""
     if not recording.footprint.wrote(target, key):
         raise AutodiffError(
-            f'{recording.name}: {what} reads {target.name}[{key_text(key)}] which an earlier, '
+            f'{recording.name}: {what} uses {target.name}[{key_text(key)}] which an earlier, '
             f'pending call of {call.name} wrote, and this call has not written it from one of its '
             f'inputs: the gradient would not flow back through a field. Return it from '
             f'{call.name} as an output and pass it to {recording.name} as an input')
