@@ -153,6 +153,7 @@ def init(arch=None, **kwargs):
         _warn_once('arch', f'ti.init(arch={arch}): there is no GPU backend yet; kernels run on the CPU')
     T.defaults.fp, T.defaults.ip = config.default_fp, config.default_ip
     ctx.program = Program(config)
+    ctx.watch = None        # calls of the old program are dead: nothing of theirs to keep
     return ctx.program
 
 
@@ -176,4 +177,4 @@ def _warn_once(key, message):
 
 
 def reset():
-    ctx.program = None
+    ctx.program = ctx.watch = None

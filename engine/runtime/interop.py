@@ -406,7 +406,7 @@ class KernelFunction:
                 args.append(_ndarray_of(spec, array, duals))
                 outputs.append(args[-1])
             elif spec.kind == 'ndarray':
-                args.append(_ndarray_of(spec, np.asarray(given[spec.name]), duals))
+                args.append(_ndarray_of(spec, _as_annotated(spec, given[spec.name]), duals))
                 inputs.append(args[-1])
             else:
                 args.append(_plain(given[spec.name]))
@@ -463,6 +463,18 @@ class KernelFunction:
         for k, grad in zip(self.array_positions(), grads):
             out[k] = grad
         return out
+
+
+def _as_annotated(spec, value):
+    """An input array in the element type its parameter's annotation asks for, if any (it
+    is copied anyway: a float32 array from a framework without float64 works)."""
+    array = np.asarray(value)
+    dtype = getattr(spec.annotation, 'dtype', None)
+    if dtype is not None:
+        resolved = T.resolve(dtype[-1] if isinstance(dtype, tuple) else dtype)
+        if resolved is not None and array.dtype.kind == 'f' and np.dtype(resolved.np).kind == 'f':
+            return array.astype(resolved.np, copy=False)
+    return array
 
 
 def _plain(value):
