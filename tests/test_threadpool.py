@@ -289,6 +289,7 @@ def test_inline_path_runs_on_caller(k):
 
 
 @pytest.mark.skipif(not hasattr(os, 'fork'), reason='needs fork')
+@pytest.mark.filterwarnings('ignore:os.fork')    # JAX's threads (interop tests): the child uses none of JAX
 def test_forked_child_starts_without_workers(k):
     threadpool.install(2)
     pid = os.fork()
