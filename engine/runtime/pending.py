@@ -164,16 +164,13 @@ class Watch:
     def __init__(self):
         self.recording = None
         self.calls = {}         # id(call) -> weak reference to it
+        self.buckets = {}       # id(call) -> the index's buckets holding its keys
         self.index = {}         # (id(data), written) -> {first index or None: {id(call): [key]}}
-
-    @property
-    def pending(self):
-        return bool(self.calls)
 
     def add_pending(self, call):
         cid = id(call)
         self.calls[cid] = weakref.ref(call, lambda _, cid=cid: self.forget(cid))
-        call.buckets = []
+        buckets = self.buckets[cid] = []
         for target, reads, writes in call.footprint.targets.values():
             for keys, written in ((reads.keys(), False), (writes.keys(), True)):
                 by_first = self.index.setdefault((id(target.data), written), {})
@@ -181,14 +178,14 @@ class Watch:
                     bucket = by_first.setdefault(key[0] if key else None, {})
                     if cid not in bucket:
                         bucket[cid] = []
-                        call.buckets.append(bucket)
+                        buckets.append(bucket)
                     bucket[cid].append(key)
 
     def forget(self, cid):
-        """A call consumed or collected: its elements need no keeping any more."""
-        ref = self.calls.pop(cid, None)
-        call = ref() if ref is not None else None
-        for bucket in getattr(call, 'buckets', ()):
+        """A call consumed or collected: its elements need no keeping any more (and its id
+        may name another call later: none of its entries stays)."""
+        self.calls.pop(cid, None)
+        for bucket in self.buckets.pop(cid, ()):
             bucket.pop(cid, None)
         if not self.calls and self.recording is None and ctx.watch is self:
             ctx.watch = None        # nothing to watch for: launches go unobserved again
