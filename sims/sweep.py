@@ -129,7 +129,8 @@ def _safe(value):
 
 def _new_trial(trial):
     return dict(name=trial['name'], folder=f'{TRIALS}/{trial["name"]}', config=trial['config'], status=PENDING,
-                attempts=0, seconds=0.0, errors=[], error=None, traceback=None, worker=None, kernels=None)
+                attempts=0, seconds=0.0, errors=[], error=None, traceback=None, worker=None, kernels=None,
+                resumed_from=0)
 
 
 # --- the sweep folder -----------------------------------------------------------------
@@ -348,7 +349,7 @@ def _record(trial, result, folder):
     trial['attempts'] += 1
     trial['seconds'] += result['seconds']
     trial.update(status=result['status'], worker=result['worker'], kernels=result['kernels'], error=result['error'],
-                 traceback=result['traceback'])
+                 traceback=result['traceback'], resumed_from=result['resumed_from'])
     if result['error']:
         trial['errors'].append(result['error'])
 
