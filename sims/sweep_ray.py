@@ -65,7 +65,9 @@ class Pool:
         self.simulator, self.started = simulator, False
         if not ray.is_initialized():
             wanted = workers * (threads or 1) if workers else os.cpu_count() or 1
-            kwargs = dict(address=address) if address else dict(num_cpus=max(os.cpu_count() or 1, wanted))
+            # 'local': a fresh instance, even where `ray start` left one running
+            local = dict(address='local', num_cpus=max(os.cpu_count() or 1, wanted))
+            kwargs = dict(address=address) if address else local
             try:
                 ray.init(include_dashboard=False, logging_level=logging.WARNING, **kwargs)
             except (ConnectionError, RuntimeError, ValueError) as e:

@@ -10,8 +10,6 @@ import subprocess
 import sys
 import time
 
-import pytest
-
 from engine.backend import cache
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -131,24 +129,18 @@ def test_a_torn_or_half_written_entry_is_never_loaded(tmp_path):
     assert cache.load(tmp_path, key) == obj and sorted(os.listdir(tmp_path)) == [path.name]
 
 
-@pytest.mark.parametrize('readers', [3])
-def test_readers_never_see_a_missing_or_partial_entry_while_it_is_rewritten(tmp_path, readers):
-    """Once an entry exists, readers racing a writer that keeps replacing it (with a large
-    payload) always load a whole one: never None, never a mix of two writes."""
-    key = 'r' * 64
+def test_readers_never_see_a_missing_or_partial_entry_while_it_is_rewritten(tmp_path):
+    """Once an entry exists, 3 readers racing a writer that keeps replacing it (1 MiB each
+    time) always load a whole one: never None, never a mix of two writes."""
+    key, where = 'r' * 64, str(tmp_path)
     payloads = [bytes([i]) * (1 << 20) for i in range(4)]
     cache.store(tmp_path, key, payloads[0])
-    script = (f'import sys; sys.path.insert(0, {ROOT!r})\n'
-              'from engine.backend import cache\n'
-              f'bad = 0\n'
-              f'for i in range(300):\n'
-              f'    obj = cache.load({str(tmp_path)!r}, {key!r})\n'
-              f'    bad += obj is None or obj != obj[:1] * len(obj)\n'
-              f'print(bad)\n')
-    writer = ('import sys; sys.path.insert(0, %r)\nfrom engine.backend import cache\n'
-              'for i in range(150):\n    cache.store(%r, %r, bytes([i %% 4]) * (1 << 20))\n') % (ROOT, str(tmp_path), key)
+    head = f'import sys\nsys.path.insert(0, {ROOT!r})\nfrom engine.backend import cache\n'
+    reader = head + (f'bad = 0\nfor i in range(300):\n    obj = cache.load({where!r}, {key!r})\n'
+                     f'    bad += obj is None or obj != obj[:1] * len(obj)\nprint(bad)\n')
+    writer = head + f'for i in range(150):\n    cache.store({where!r}, {key!r}, bytes([i % 4]) * (1 << 20))\n'
     procs = [subprocess.Popen([sys.executable, '-c', writer])]
-    procs += [subprocess.Popen([sys.executable, '-c', script], stdout=subprocess.PIPE, text=True) for _ in range(readers)]
+    procs += [subprocess.Popen([sys.executable, '-c', reader], stdout=subprocess.PIPE, text=True) for _ in range(3)]
     assert procs[0].wait(timeout=300) == 0
     for proc in procs[1:]:
         out, _ = proc.communicate(timeout=300)

@@ -184,7 +184,8 @@ def test_a_sweep_whose_workers_cannot_see_its_folder_still_fills_it(tmp_path, mo
     monkeypatch.setattr(sweep_trial, 'sees_sweep_folder', lambda spec: False)
     monkeypatch.setattr(sweep.InProcess, 'ships', True)
     out = tmp_path / 'remote'
-    cli.main(Gravity, ['sweep', *GRAVITY, '--lr', '2', '--seeds', '0:2', '--iters', '2', *IN_PROCESS, '--out', str(out)])
+    cli.main(Gravity, ['sweep', *GRAVITY, '--lr', '2', '--seeds', '0:2', '--iters', '2', *IN_PROCESS,
+                       '--out', str(out)])
     state = _state(out)
     assert [t['status'] for t in state['trials']] == ['done', 'done']
     state['iters'] = 3                      # as if the sweep had been stopped after 2 of 3 iterations
@@ -218,7 +219,8 @@ def test_a_failing_trial_is_retried_then_reported_and_the_others_finish(tmp_path
     assert 'initialize' in broken['traceback']
     assert {t['status'] for t in trials.values()} == {'done'}
     rows = {r['trial']: r for r in csv.DictReader(open(out / 'results.csv'))}
-    assert rows['002_lr-4.0_seed-0']['status'] == 'failed' and 'FloatingPointError' in rows['002_lr-4.0_seed-0']['error']
+    broken = rows['002_lr-4.0_seed-0']
+    assert broken['status'] == 'failed' and 'FloatingPointError' in broken['error']
     monkeypatch.setattr(Gravity, 'initialize', initialize)               # fixed: --resume runs it alone
     cli.main(Gravity, ['sweep', '--resume', '--out', str(out), *IN_PROCESS])
     assert [t['status'] for t in _state(out)['trials']] == ['done'] * 4
@@ -259,8 +261,9 @@ def test_asha_stops_bad_trials_early_and_they_are_not_failures(tmp_path):
     for trial in state['trials']:
         folder = out / trial['folder']
         summary = json.loads((folder / 'losses.json').read_text())      # the summary has every iteration
-        assert len(summary['iterations']) == len(_losses(folder)) == (8 if trial['status'] == 'done' else
-                                                                      runs.RunFolder(str(folder)).load_checkpoint()[0]['iteration'])
+        done = runs.RunFolder(str(folder)).load_checkpoint()[0]['iteration']
+        assert len(summary['iterations']) == len(_losses(folder)) == done
+        assert (done == 8) == (trial['status'] == 'done')
     rows = json.loads((out / 'results.json').read_text())
     assert all(r['iterations'] < 8 for r in rows if r['status'] == 'stopped')
 
@@ -332,7 +335,7 @@ def test_without_ray_more_workers_are_refused_and_one_runs_in_process(tmp_path, 
 def ray_instance():
     """One local Ray instance of 2 CPUs for the module's Ray tests (starting one costs seconds)."""
     ray = optional('ray')
-    ray.init(num_cpus=2, include_dashboard=False, logging_level=logging.WARNING)
+    ray.init(address='local', num_cpus=2, include_dashboard=False, logging_level=logging.WARNING)
     yield ray
     ray.shutdown()
 
@@ -343,8 +346,8 @@ def mass_spring_alone(tmp_path_factory):
     for lr in (0.1, 0.3):
         for seed in (0, 1):
             out = tmp_path_factory.mktemp('alone') / f'{lr}-{seed}'
-            cli.main(MassSpring, ['train', '--quick', '--steps', '32', '--iters', '3', '--threads', '1', '--lr', str(lr),
-                                  '--seed', str(seed), '--quiet', '--out', str(out)])
+            cli.main(MassSpring, ['train', '--quick', '--steps', '32', '--iters', '3', '--threads', '1',
+                                  '--lr', str(lr), '--seed', str(seed), '--quiet', '--out', str(out)])
             found[lr, seed] = _losses(out)
     return found
 
