@@ -41,8 +41,8 @@ def run_trial(spec, report=None, sim_class=None):
     sweep_dir, sweep_id, command, files) into its run folder; returns its result (a dict:
     status done / stopped / failed / interrupted, losses, error, kernels, seconds, ...).
 
-    report(name, updates made, the loss after them) -> True stops the trial (early stopping); sim_class:
-    the simulator (default: the one named by the spec, loaded here)."""
+    report(name, updates made, the loss after them) -> True stops the trial (early
+    stopping); sim_class: the simulator (default: the one the spec names, loaded here)."""
     start = time.perf_counter()
     result = dict(name=spec['name'], worker=f'{socket.gethostname()}:{os.getpid()}', files=None,
                   error=None, traceback=None, losses=[], resumed_from=0)
@@ -52,7 +52,7 @@ def run_trial(spec, report=None, sim_class=None):
     try:
         result.update(_train(spec, folder, report, sim_class or load(spec['simulator'])))
     except Exception as e:      # noqa: BLE001 - any error is the trial's, reported with it
-        result.update(status=FAILED, error=describe(e), traceback=''.join(traceback.format_exc(limit=-8)))
+        result.update(status=FAILED, error=describe(e), traceback=traceback.format_exc(limit=-8))
     finally:
         compiled, loaded, _ = (now - then for now, then in zip(compile_counts(), before))
         result.update(kernels=dict(compiled=compiled, loaded=loaded), seconds=time.perf_counter() - start)
