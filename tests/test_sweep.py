@@ -6,14 +6,12 @@ configurations, one thread per trial (so that losses compare bit for bit)."""
 import csv
 import gc
 import json
-import logging
 import os
 import pickle
 import pickletools
 import signal
 import subprocess
 import sys
-import threading
 import time
 import weakref
 from types import SimpleNamespace
@@ -331,17 +329,31 @@ def test_without_ray_more_workers_are_refused_and_one_runs_in_process(tmp_path, 
 
 # --------------------------------------------------------------------------- on Ray
 
-@pytest.fixture(scope='module')
-def ray_instance():
-    """One local Ray instance of 2 CPUs for the module's Ray tests (starting one costs seconds)."""
-    ray = optional('ray')
-    ray.init(address='local', num_cpus=2, include_dashboard=False, logging_level=logging.WARNING)
-    yield ray
+# A sweep on a local Ray instance of 2 CPUs, in a process of its own: Ray's threads and
+# signal handlers stay out of the test process.
+RAY_SWEEP = """
+import logging, sys
+import ray
+ray.init(address='local', num_cpus=2, include_dashboard=False, logging_level=logging.WARNING)
+from sims import cli
+from sims.mass_spring import MassSpring
+try:
+    cli.main(MassSpring, sys.argv[1:])
+finally:
     ray.shutdown()
+"""
+
+
+def _sweep_on_ray(*argv):
+    optional('ray')
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, os.environ.get('PYTHONPATH', '')]))
+    return subprocess.Popen([sys.executable, '-c', RAY_SWEEP, 'sweep', *argv, '--quiet'], cwd=ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 @pytest.fixture(scope='module')
 def mass_spring_alone(tmp_path_factory):
+    optional('ray')                         # skipped (or failed, where required) before training
     found = {}
     for lr in (0.1, 0.3):
         for seed in (0, 1):
@@ -352,21 +364,23 @@ def mass_spring_alone(tmp_path_factory):
     return found
 
 
-def test_a_sweep_of_4_trials_on_ray_with_2_cpus_matches_each_run_alone(ray_instance, mass_spring_alone, tmp_path):
+def test_a_sweep_of_4_trials_on_ray_with_2_cpus_matches_each_run_alone(mass_spring_alone, tmp_path):
     """The issue's acceptance test: 2 workers (actors) of 1 thread each on a local Ray
     instance of 2 CPUs; every trial's final loss is that of the same run trained alone."""
     out = tmp_path / 'ray'
-    cli.main(MassSpring, ['sweep', '--quick', '--steps', '32', '--iters', '3', '--lr', '0.1,0.3', '--seeds', '0:2',
-                          '--workers', '2', '--quiet', '--out', str(out)])
+    proc = _sweep_on_ray('--quick', '--steps', '32', '--iters', '3', '--lr', '0.1,0.3', '--seeds', '0:2',
+                         '--workers', '2', '--out', str(out))
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err
     state = _state(out)
-    assert state['commands'][0]['where'].startswith('on Ray') and state['commands'][0]['threads_per_trial'] == 1
+    assert state['commands'][0]['where'] == 'on Ray (local, 2 CPUs)' and state['commands'][0]['threads_per_trial'] == 1
     rows = json.loads((out / 'results.json').read_text())
     assert [r['status'] for r in rows] == ['done'] * 4
     for row in rows:
         assert row['final_loss'] == mass_spring_alone[row['lr'], row['seed']][-1], row['trial']
         assert _losses(out / row['folder']) == mass_spring_alone[row['lr'], row['seed']]
     workers = {r['worker'] for r in rows}
-    assert len(workers) == 2 and str(os.getpid()) not in ' '.join(workers)
+    assert len(workers) == 2 and f':{proc.pid}' not in ' '.join(workers)
     # actor reuse: a worker's trials after its first find their kernels loaded already
     assert sum(r['compiled'] == 0 and r['loaded'] == 0 for r in rows) >= 2
     assert (out / 'loss_curves.png').exists()
@@ -387,23 +401,22 @@ def _sweep_workers():
 
 
 @pytest.mark.skipif(not sys.platform.startswith('linux'), reason='finds the worker processes in /proc')
-def test_a_killed_worker_is_seen_and_its_trial_retried_from_its_checkpoint(ray_instance, tmp_path):
-    out, flags = tmp_path / 'killed', dict(quick=True, iters=200)
-    done = {}
-    thread = threading.Thread(target=lambda: done.update(rows=sweep.sweep(
-        MassSpring, str(out), grid=dict(lr=[0.1, 0.3]), workers=2, log=lambda line: None, **flags)))
-    thread.start()
+def test_a_killed_worker_is_seen_and_its_trial_retried_from_its_checkpoint(tmp_path):
+    out = tmp_path / 'killed'
+    proc = _sweep_on_ray('--quick', '--iters', '150', '--lr', '0.1,0.3', '--workers', '2', '--out', str(out))
     deadline = time.monotonic() + 120
-    while not any(len(_losses(folder)) >= 5 for folder in out.glob('trials/*')) or not _sweep_workers():
-        assert time.monotonic() < deadline and thread.is_alive(), 'the sweep did not start'
+    while [len(_losses(folder)) >= 5 for folder in out.glob('trials/*')] != [True, True] or not _sweep_workers():
+        assert time.monotonic() < deadline and proc.poll() is None, proc.communicate()
         time.sleep(0.02)
     os.kill(_sweep_workers()[0], signal.SIGKILL)
-    thread.join(timeout=300)
-    assert [r['status'] for r in done['rows']] == ['done', 'done']
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err
+    assert [t['status'] for t in _state(out)['trials']] == ['done', 'done']
     [killed] = [t for t in _state(out)['trials'] if t['errors']]
     assert killed['attempts'] == 2 and killed['errors'][0].startswith('the worker process died (') \
         and 'Actor' in killed['errors'][0]      # ActorDiedError (RayActorError before Ray 2.10)
+    assert killed['resumed_from'] >= 4                                  # its checkpoint, not the start
     straight = tmp_path / 'straight'
-    cli.main(MassSpring, ['train', '--quick', '--iters', '200', '--threads', '1', '--lr', str(killed['config']['lr']),
+    cli.main(MassSpring, ['train', '--quick', '--iters', '150', '--threads', '1', '--lr', str(killed['config']['lr']),
                           '--quiet', '--out', str(straight)])
     assert _losses(out / killed['folder']) == _losses(straight)
