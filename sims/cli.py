@@ -140,7 +140,7 @@ def _add_sweep_flags(sub, sim_class):
     sub.add_argument('--scheduler', choices=('fifo', 'asha'), default=None,
                      help='fifo runs every trial to the end; asha stops bad ones early (default: fifo)')
     sub.add_argument('--grace-period', type=_positive_int, default=None,
-                     help="asha: iterations before a trial can be stopped (default: 1)")
+                     help="asha: the updates a trial makes before it can be stopped (default: 1)")
     sub.add_argument('--retries', type=_non_negative_int, default=1,
                      help='attempts more for a trial that fails or whose worker dies (default: %(default)s)')
     sub.add_argument('--resume', action='store_true', help='run the trials of the sweep in --out that are not done')
