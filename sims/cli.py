@@ -1,10 +1,13 @@
-"""`python -m sims.<name> train|render|eval|compare [options]`, the same for every simulator.
+"""`python -m sims.<name> train|render|eval|compare|sweep [options]`, the same for every simulator.
 
 Every key of the simulator's configuration is a flag (`--steps 64`, `--lr 0.5`,
 `--toi/--no-toi`, `--controller mlp`); `--quick` starts from the small test
 configuration; explicit flags override both. Training writes a run folder (sims/runs.py)
 that records the whole configuration, so `render`, `eval` and `train --resume` need only
 `--out`; a flag that contradicts the run's configuration is an error.
+
+`sweep` trains every combination of lists of values (`--lr 0.1,0.3 --seeds 0:16`), in this
+process or on Ray workers (sims/sweep.py).
 
 Input is checked before anything is written: a bad flag, a folder holding another run,
 a run that cannot be rebuilt all end in one line on stderr and exit status 2 (argparse's
@@ -18,7 +21,7 @@ import shlex
 import sys
 import zipfile
 
-from . import runs
+from . import runs, sweep
 from .base import flag
 from .progress import BarProgress, LogProgress, QuietProgress, compile_counts, compile_report, compiling
 from .render import plot_comparison, write_video
@@ -46,6 +49,16 @@ def _positive_int(text):
         raise argparse.ArgumentTypeError(f'expected a whole number, got {text!r}') from None
     if value < 1:
         raise argparse.ArgumentTypeError(f'must be at least 1, got {value}')
+    return value
+
+
+def _non_negative_int(text):
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f'expected a whole number, got {text!r}') from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f'must be at least 0, got {value}')
     return value
 
 
@@ -98,7 +111,7 @@ def parser_for(sim_class):
     parser = _Parser(prog=f'python -m sims.{sim_class.name}', description=inspect.cleandoc(sim_class.__doc__ or ''),
                      formatter_class=argparse.RawDescriptionHelpFormatter,
                      epilog=f'python -m sims.{sim_class.name} COMMAND --help lists the flags of a command')
-    commands = parser.add_subparsers(dest='command', required=True, metavar='{train,render,eval,compare}')
+    commands = parser.add_subparsers(dest='command', required=True, metavar='{train,render,eval,compare,sweep}')
     for command, help_text in (('train', 'train by gradient descent into a run folder'),
                                ('render', 'write a video of a rollout with the trained parameters'),
                                ('eval', 'print the loss of the trained parameters')):
@@ -107,7 +120,43 @@ def parser_for(sim_class):
                                   description="plot several runs' loss curves in one PNG")
     compare.add_argument('runs', nargs='+', metavar='RUN', help='run folders')
     compare.add_argument('--output', type=_path, default='loss_comparison.png', help='the PNG (default: %(default)s)')
+    text = 'train every combination of the values given (comma-separated lists), in parallel on Ray workers'
+    _add_sweep_flags(commands.add_parser('sweep', help=text, description=text), sim_class)
     return parser
+
+
+def _add_sweep_flags(sub, sim_class):
+    sub.add_argument('--out', type=_path, default=os.path.join('out', f'{sim_class.name}-sweep'),
+                     help='the sweep folder (default: %(default)s)')
+    sub.add_argument('--seeds', type=sweep.seed_list, default=None,
+                     help="A:B (A, A+1, ..., B-1) or a list 0,3,5 (default: the configuration's seed)")
+    sub.add_argument('--iters', type=_positive_int, default=None, help='iterations per trial')
+    sub.add_argument('--quick', action='store_true', default=None, help='the small configuration (for tests)')
+    sub.add_argument('--workers', type=_positive_int, default=None,
+                     help='trials at once (default: 1 without Ray; with Ray, the CPUs / --threads-per-trial)')
+    sub.add_argument('--threads-per-trial', type=_positive_int, default=None,
+                     help='engine threads of each trial (default: the CPUs / --workers)')
+    sub.add_argument('--address', default=None, help="a Ray cluster's address ('auto': the one started with ray start)")
+    sub.add_argument('--scheduler', choices=('fifo', 'asha'), default=None,
+                     help='fifo runs every trial to the end; asha stops bad ones early (default: fifo)')
+    sub.add_argument('--grace-period', type=_positive_int, default=None,
+                     help="asha: the updates a trial makes before it can be stopped (default: 1)")
+    sub.add_argument('--retries', type=_non_negative_int, default=1,
+                     help='attempts more for a trial that fails or whose worker dies (default: %(default)s)')
+    sub.add_argument('--resume', action='store_true', help='run the trials of the sweep in --out that are not done')
+    sub.add_argument('--force', action='store_true', help='replace a sweep that --out holds already')
+    sub.add_argument('--quiet', action='store_true', help='print nothing but errors')
+    choices = sim_class.all_choices()
+    group = sub.add_argument_group('values to sweep (comma-separated lists; every combination is a trial)')
+    for key, default in vars(sim_class.config_unchecked()).items():
+        if key not in sweep.grid_keys(sim_class):
+            continue
+        kind = bool if isinstance(default, bool) else type(choices[key][0]) if key in choices else (
+            type(default) if default is not None else float)
+        values = 'true,false' if kind is bool else ','.join(map(str, choices[key])) if key in choices else None
+        group.add_argument(flag(key), dest=key, type=sweep.value_list(kind, choices.get(key)), default=None,
+                           metavar=f'{kind.__name__.upper()}[,...]',
+                           help=f'default {_shown(default)}' + (f'; of {values}' if values else ''))
 
 
 # --- commands -------------------------------------------------------------------------
@@ -237,7 +286,26 @@ def _compare(sim_class, args):
     return 0
 
 
-COMMANDS = dict(train=_train, render=_render, eval=_eval, compare=_compare)
+def _sweep(sim_class, args):
+    grid = {k: getattr(args, k) for k in sweep.grid_keys(sim_class) if getattr(args, k, None) is not None}
+    rows = sweep.sweep(sim_class, args.out, grid=grid, seeds=args.seeds, iters=args.iters, quick=args.quick,
+                       workers=args.workers, threads_per_trial=args.threads_per_trial, address=args.address,
+                       scheduler=args.scheduler, grace_period=args.grace_period, retries=args.retries,
+                       resume=args.resume, force=args.force, log=_printer(args), command=args.typed)
+    unfinished = [r for r in rows if r['status'] not in (*sweep.FINAL, sweep.FAILED)]
+    failed = [r for r in rows if r['status'] == sweep.FAILED]
+    if unfinished:
+        sys.stderr.write(f'{len(unfinished)} of {len(rows)} trials are not finished; to continue: '
+                         f'python -m sims.{sim_class.name} sweep --resume --out {shlex.quote(args.out)}\n')
+        return EXIT_STOPPED
+    if failed:
+        sys.stderr.write(f'{len(failed)} of {len(rows)} trials failed ({failed[0]["trial"]}: {failed[0]["error"]}); '
+                         f'see {os.path.join(args.out, sweep.SWEEP)}; --resume tries them again\n')
+        return 1
+    return 0
+
+
+COMMANDS = dict(train=_train, render=_render, eval=_eval, compare=_compare, sweep=_sweep)
 
 
 # --- run folders and configurations -----------------------------------------------------

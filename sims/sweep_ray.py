@@ -1,0 +1,136 @@
+"""The sweep's workers on Ray (the optional extra: pip install -e '.[sweep]').
+
+One Ray actor per worker, reserving `threads` CPUs, imports the engine and the simulator
+once and runs trial after trial (sims/sweep_trial.py): its compiled kernels stay loaded in
+memory from one trial to the next, and the disk cache ($ENGINE_CACHE_DIR, passed on to
+the workers with the other ENGINE_* settings; a shared directory on a cluster) keeps them
+for new workers. A worker whose process dies (killed, out of memory, its machine gone) is
+seen as an actor error: its trial is tried again on a fresh actor, from its checkpoint.
+
+Early stopping (--scheduler asha) is one more actor holding the ASHA rungs: trials report
+each iteration's loss to it and hear whether to stop.
+
+Where: the Ray instance this process is connected to already, the cluster at --address
+(`ray start --head` on one machine, `ray start --address=HEAD:6379` on the others; then
+`--address auto` on any of them), else a local instance started for the sweep.
+"""
+import logging
+import os
+
+import ray
+import ray.exceptions
+
+import sims
+
+from . import load
+from .sweep import SweepError
+from .sweep_trial import FAILED, INTERRUPTED, Asha, run_trial
+
+
+@ray.remote(max_restarts=0)
+class SweepWorker:
+    def __init__(self, simulator):
+        load(simulator)                 # the engine and the simulator, imported once
+
+    def run(self, spec, asha):
+        report = None if asha is None else (lambda name, t, loss: ray.get(asha.report.remote(name, t, loss)))
+        return run_trial(spec, report)
+
+
+@ray.remote(num_cpus=0, max_restarts=0)
+class Scheduler:
+    def __init__(self, state):
+        self.asha = Asha.from_state(state)
+
+    def report(self, name, iterations, loss):
+        return self.asha.report(name, iterations, loss)
+
+    def state(self):
+        return self.asha.state()
+
+
+def worker_env():
+    """What the workers inherit from this process: the ENGINE_* settings (the cache
+    directory among them) and this checkout of sims/ ahead of an installed one."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(sims.__file__)))
+    env = {k: v for k, v in os.environ.items() if k.startswith('ENGINE_')}
+    env['PYTHONPATH'] = os.pathsep.join([root] + [p for p in [os.environ.get('PYTHONPATH')] if p])
+    return env
+
+
+class Pool:
+    in_process, ships = False, True
+
+    def __init__(self, simulator, workers, threads, address, scheduler):
+        self.simulator, self.started = simulator, False
+        if not ray.is_initialized():
+            wanted = workers * (threads or 1) if workers else os.cpu_count() or 1
+            # 'local': a fresh instance, even where `ray start` left one running
+            local = dict(address='local', num_cpus=max(os.cpu_count() or 1, wanted))
+            kwargs = dict(address=address) if address else local
+            try:
+                ray.init(include_dashboard=False, logging_level=logging.WARNING, **kwargs)
+            except (ConnectionError, RuntimeError, ValueError) as e:
+                where = f' at {address}' if address else ''
+                raise SweepError(f'cannot start or reach Ray{where}: {e}'.splitlines()[0]) from None
+            self.started = True
+        cpus = int(ray.cluster_resources().get('CPU', 0))
+        self.threads = threads or (max(1, cpus // workers) if workers else 1)
+        self.workers = workers or max(1, cpus // self.threads)
+        if self.workers * self.threads > cpus:
+            self.close()
+            raise SweepError(f'{self.workers} workers x {self.threads} threads need {self.workers * self.threads} '
+                             f'CPUs; the Ray cluster has {cpus}')
+        self.where = f'on Ray ({"the cluster at " + address if address else "local"}, {cpus} CPUs)'
+        self.scheduler = Scheduler.remote(scheduler) if scheduler['name'] == 'asha' else None
+        self.actors, self.tasks = [None] * self.workers, {}
+        self.options = dict(num_cpus=self.threads, runtime_env=dict(env_vars=worker_env()))
+
+    def room(self):
+        return len(self.tasks) < self.workers
+
+    def busy(self):
+        return bool(self.tasks)
+
+    def running(self):
+        return [spec for _, spec in self.tasks.values()]
+
+    def submit(self, spec):
+        slot = min(set(range(self.workers)) - {s for s, _ in self.tasks.values()})
+        if self.actors[slot] is None:
+            self.actors[slot] = SweepWorker.options(**self.options).remote(self.simulator)
+        self.tasks[self.actors[slot].run.remote(spec, self.scheduler)] = (slot, spec)
+
+    def wait(self):
+        [ref], _ = ray.wait(list(self.tasks), num_returns=1)
+        slot, spec = self.tasks.pop(ref)
+        try:
+            result = ray.get(ref)
+        except ray.exceptions.RayError as e:     # the worker died (or could not run the trial)
+            ray.kill(self.actors[slot], no_restart=True)
+            self.actors[slot] = None             # the next trial gets a fresh actor
+            return spec, _failure(spec, f'the worker process died ({type(e).__name__}: '
+                                        f'{str(e).strip().splitlines()[0] if str(e).strip() else ""})')
+        if result['status'] == INTERRUPTED:      # SIGINT or SIGTERM in the worker, not here
+            result.update(status=FAILED, error='the trial was stopped by a signal in its worker')
+        return spec, result
+
+    def scheduler_state(self):
+        try:
+            return ray.get(self.scheduler.state.remote()) if self.scheduler else None
+        except ray.exceptions.RayError:
+            return None
+
+    def close(self):
+        for actor in [a for a in getattr(self, 'actors', []) if a is not None] + [getattr(self, 'scheduler', None)]:
+            if actor is not None:
+                ray.kill(actor, no_restart=True)
+        self.actors = []
+        if self.started:
+            ray.shutdown()
+            self.started = False
+
+
+def _failure(spec, error):
+    return dict(name=spec['name'], status=FAILED, error=error, traceback=None, worker=None, files=None,
+                losses=[], resumed_from=0, kernels=dict(compiled=0, loaded=0), seconds=0.0)
