@@ -9,7 +9,7 @@ from .cli import main
 def listing():
     classes = [load(name) for name in names()]
     width = max(len(c.name) for c in classes)
-    lines = ['The simulators (python -m sims.NAME train|render|eval|compare; --help lists the flags):']
+    lines = ['The simulators (python -m sims.NAME train|render|eval|compare|sweep; --help lists the flags):']
     lines += [f'  {c.name:<{width}}  {c.summary}' for c in classes]
     lines.append('Start with: python -m sims.diffmpm train --iters 10')
     return '\n'.join(lines)

@@ -127,6 +127,7 @@ def store(directory, k, obj):
         fd, tmp = tempfile.mkstemp(dir=directory, suffix='.tmp')
         with os.fdopen(fd, 'wb') as f:
             f.write(json.dumps(header).encode() + b'\n' + obj)
+        os.chmod(tmp, 0o644 & ~_umask())   # mkstemp's 0600 would keep a shared cache from other accounts
         os.replace(tmp, _path(directory, k))
     except OSError as error:
         # a read-only or full disk only costs the next run a compile: the kernel runs, and
@@ -140,6 +141,18 @@ def store(directory, k, obj):
 
 
 _warned = set()      # cache directories a write failed in (warned once)
+
+
+_umask_value = None
+
+
+def _umask():
+    """The process's umask, read once (reading it means setting it for an instant)."""
+    global _umask_value
+    if _umask_value is None:
+        _umask_value = os.umask(0o022)
+        os.umask(_umask_value)
+    return _umask_value
 
 
 def clear(directory=None):
