@@ -16,6 +16,7 @@ Where: the Ray instance this process is connected to already, the cluster at --a
 """
 import logging
 import os
+import socket
 
 import ray
 import ray.exceptions
@@ -69,6 +70,7 @@ class Pool:
             local = dict(address='local', num_cpus=max(os.cpu_count() or 1, wanted))
             kwargs = dict(address=address) if address else local
             try:
+                _check_listening(address)
                 ray.init(include_dashboard=False, logging_level=logging.WARNING, **kwargs)
             except (ConnectionError, RuntimeError, ValueError) as e:
                 where = f' at {address}' if address else ''
@@ -129,6 +131,17 @@ class Pool:
         if self.started:
             ray.shutdown()
             self.started = False
+
+
+def _check_listening(address, seconds=10):
+    """Fail in seconds where nothing listens at HOST:PORT: Ray itself retries for minutes."""
+    host, _, port = (address or '').removeprefix('ray://').rpartition(':')
+    if not host or not port.isdigit():
+        return                          # 'auto', or no port: Ray finds it and says what is wrong
+    try:
+        socket.create_connection((host.strip('[]'), int(port)), timeout=seconds).close()
+    except OSError as e:
+        raise ConnectionError(f'nothing answers there ({e.strerror or type(e).__name__})') from None
 
 
 def _failure(spec, error):

@@ -10,6 +10,7 @@ import os
 import pickle
 import pickletools
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -325,6 +326,19 @@ def test_without_ray_more_workers_are_refused_and_one_runs_in_process(tmp_path, 
     assert "--workers 2 needs Ray: pip install -e '.[sweep]'" in capsys.readouterr().err
     cli.main(Gravity, ['sweep', *GRAVITY, '--threads-per-trial', '1', '--quiet', '--out', str(tmp_path / 'b')])
     assert _state(tmp_path / 'b')['commands'][0]['where'] == 'in this process'
+
+
+def test_an_address_where_nothing_listens_is_refused_at_once(tmp_path, capsys):
+    """Ray would retry such an address for minutes; the sweep asks first."""
+    optional('ray')
+    with socket.socket() as s:          # a port that was free a moment ago: nothing listens
+        s.bind(('127.0.0.1', 0))
+        port = s.getsockname()[1]
+    out = tmp_path / 'nowhere'
+    assert _exit_code(Gravity, ['sweep', *GRAVITY, '--address', f'127.0.0.1:{port}', '--out', str(out)]) == 2
+    err = capsys.readouterr().err
+    assert f'cannot start or reach Ray at 127.0.0.1:{port}: nothing answers there' in err and err.count('\n') == 1
+    assert not out.exists()
 
 
 # --------------------------------------------------------------------------- on Ray
