@@ -203,6 +203,22 @@ def test_to_numpy_takes_dtype_and_keep_dims():
         ((4, 3, 1), (4, 3), (4, 2, 2))
 
 
+def test_an_n_by_1_matrix_gives_vectors_to_numpy_unless_keep_dims():
+    """Taichi drops the axis of length 1 of n x 1 matrices (not of 1 x n ones), and
+    from_numpy takes either shape back."""
+    import numpy as np
+    column = ti.Matrix.field(3, 1, ti.f32, shape=4)
+    row = ti.Matrix.field(1, 3, ti.f32, shape=4)
+    assert (column.to_numpy().shape, column.to_numpy(keep_dims=True).shape, row.to_numpy().shape) == \
+        ((4, 3), (4, 3, 1), (4, 1, 3))
+    column.from_numpy(np.arange(12.0).reshape(4, 3))
+    assert column[1][2, 0] == 5.0
+    column.from_numpy(np.ones((4, 3, 1)))
+    assert column.to_numpy().sum() == 12.0
+    assert ti.Matrix([[0], [1], [2]]).to_numpy().shape == (3,)
+    assert ti.Matrix([[0], [1], [2]]).to_numpy(keep_dims=True).shape == (3, 1)
+
+
 def test_fields_and_ndarrays_of_vector_and_matrix_types():
     b = ti.math.vec3.field(shape=4, needs_grad=True)
     c = ti.types.matrix(2, 3, float).field(shape=2, layout=ti.Layout.SOA)

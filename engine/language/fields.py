@@ -223,14 +223,21 @@ class Field:
     # --- Python-scope access ----------------------------------------------------
     def to_numpy(self, dtype=None, keep_dims=False):
         """A copy of the values, of shape + element shape, in `dtype` (numpy's or ti.f64...)
-        if given; `keep_dims=True` gives a vector field's elements as n x 1 matrices."""
+        if given. As in Taichi, an n x 1 matrix field gives vectors unless `keep_dims=True`,
+        which gives a vector field's elements as n x 1 matrices."""
         self.ensure_placed()
         array = self.data.copy() if dtype is None else self.data.astype(getattr(dtype, 'np', dtype))
-        return array[..., None] if keep_dims and len(self.element_shape) == 1 else array
+        if len(self.element_shape) == 1 and keep_dims:
+            return array[..., None]
+        if len(self.element_shape) == 2 and self.element_shape[1] == 1 and not keep_dims:
+            return array[..., 0]
+        return array
 
     def from_numpy(self, array):
         self.ensure_placed()
         array = np.asarray(array)
+        if array.shape in self._dropped_axis_shapes():
+            array = array.reshape(self.data.shape)
         if array.shape != self.data.shape:
             raise ValueError(f'from_numpy: field {self.name} has shape {self.data.shape} '
                              f'(shape {self.shape}, element {self.element_shape}), '
@@ -239,6 +246,14 @@ class Field:
             if not (array.dtype.kind in 'iub' and self.dtype.np.kind == 'f'):
                 raise ValueError(f'from_numpy: cannot convert {array.dtype} to {self.dtype} for field {self.name}')
         self._write(Ellipsis, array)
+
+    def _dropped_axis_shapes(self):
+        """The shapes to_numpy gives with or without keep_dims, which from_numpy takes back."""
+        if len(self.element_shape) == 1:
+            return [self.data.shape + (1,)]
+        if len(self.element_shape) == 2 and self.element_shape[1] == 1:
+            return [self.data.shape[:-1]]
+        return []
 
     def fill(self, value):
         self.ensure_placed()

@@ -112,18 +112,20 @@ class Matrix:
     def __array__(self, dtype=None, copy=None):
         return np.array(self.entries, dtype=dtype).reshape(self.shape)
 
-    def to_numpy(self):
-        return np.array(self.entries).reshape(self.shape)
+    def to_numpy(self, keep_dims=False):
+        """As Taichi's: an n x 1 matrix gives a vector unless keep_dims."""
+        shape = self.shape[:1] if len(self.shape) == 2 and self.shape[1] == 1 and not keep_dims else self.shape
+        return np.array(self.entries).reshape(shape)
 
     def to_list(self):
-        return self.to_numpy().tolist()
+        return self.to_numpy(keep_dims=True).tolist()
 
     def __repr__(self):
         return f'Matrix({self.to_list() if all(not ops.is_value(e) for e in self.entries) else self.entries})'
 
     def __str__(self):
         """`print(v)` in Python scope shows the entries as numpy does, as Taichi's print."""
-        return repr(self) if any(map(ops.is_value, self.entries)) else str(self.to_numpy())
+        return repr(self) if any(map(ops.is_value, self.entries)) else str(self.to_numpy(keep_dims=True))
 
     # --- swizzles: v.x, v.zyx, v.rgb, v.xxx; v.x = 1, v.xy = (1, 2) -----------------------
     # Kernels reach them too (the frontend loads a vector as a Matrix of values), so they
