@@ -121,7 +121,7 @@ def parser_for(sim_class):
     compare.add_argument('runs', nargs='+', metavar='RUN', help='run folders')
     compare.add_argument('--output', type=_path, default='loss_comparison.png', help='the PNG (default: %(default)s)')
     text = 'train every combination of the values given (comma-separated lists), in parallel on Ray workers'
-    _add_sweep_flags(commands.add_parser('sweep', help=text, description=text), sim_class)
+    _add_sweep_flags(commands.add_parser('sweep', help=text, description=text, allow_abbrev=False), sim_class)
     return parser
 
 

@@ -18,16 +18,20 @@ rule on the per-iteration loss.
 """
 import argparse
 import collections
+import contextlib
 import csv
 import fcntl
 import importlib.util
 import io
 import itertools
 import json
+import math
 import os
 import re
 import shlex
 import shutil
+import signal
+import threading
 import time
 import uuid
 
@@ -187,12 +191,16 @@ class SweepFolder:
 def _fresh_state(sim_class, folder, options, trials):
     if os.path.exists(folder.path) and not os.path.isdir(folder.path):
         raise SweepError(f'{folder.path} is a file, not a sweep folder')
+    if runs.RunFolder(folder.path).simulator() is not None:
+        raise SweepError(f'{folder.path} holds a training run, not a sweep; --out DIR sweeps elsewhere')
     if not options['force']:
         if folder.read() is not None:
             raise SweepError(f'{folder.path} holds a sweep already; --resume continues it, --force replaces it, '
                              f'--out DIR sweeps elsewhere')
-        if runs.RunFolder(folder.path).simulator() is not None:
-            raise SweepError(f'{folder.path} holds a training run, not a sweep; --out DIR sweeps elsewhere')
+        trial_dir = folder.file(TRIALS)
+        if os.path.exists(folder.file(MARKER)) or os.path.isdir(trial_dir) and os.listdir(trial_dir):
+            raise SweepError(f'{folder.path} holds the trials of a sweep whose {SWEEP} is gone; --force replaces '
+                             f'them, --out DIR sweeps elsewhere')
     scheduler = options['scheduler'] or 'fifo'
     return dict(simulator=sim_class.name, quick=bool(options['quick']), grid=options['grid'],
                 seeds=options['seeds'], iters=options['iters'], retries=options['retries'],
@@ -222,7 +230,8 @@ def _resumed_state(sim_class, folder, options):
     for key, saved in named.items():
         if options[key] is not None and options[key] != saved:
             raise SweepError(f'{flag(key)} differs from the sweep in {folder.path} '
-                             f'({saved}); a resumed sweep keeps its settings: leave it out')
+                             f'({bool(saved) if key == "quick" else saved}); a resumed sweep keeps its settings: '
+                             f'leave it out')
     state['retries'] = options['retries']
     return state
 
@@ -240,22 +249,57 @@ def sweep(sim_class, out, grid=None, seeds=None, iters=None, quick=False, worker
     options = dict(grid=grid or {}, seeds=seeds, iters=iters, quick=quick or None, scheduler=scheduler,
                    grace_period=grace_period, retries=retries, force=force)
     folder = SweepFolder(out)
-    if scheduler not in (None, 'fifo', 'asha'):
-        raise SweepError(f'--scheduler must be fifo or asha, got {scheduler!r}')
+    _check_options(options, resume)
     if resume:
         state = _resumed_state(sim_class, folder, options)
+        # the threads it ran on: on one thread a resumed trial computes the losses of an uninterrupted one
+        threads_per_trial = threads_per_trial or (state['commands'] or [{}])[-1].get('threads_per_trial')
     else:
         state = _fresh_state(sim_class, folder, options, plan_trials(sim_class, quick, options['grid'], seeds, iters))
-    executor = _executor(sim_class, state, workers, threads_per_trial, address)
+    executor = _executor(sim_class, state, workers, threads_per_trial, address, log)
     try:
-        lock = folder.lock()      # noqa: F841 - held until the sweep ends
-        folder.mark(state) if resume else folder.start(state)
-        state['commands'].append(dict(command=command or runs.command_line(), time=runs._now(),
-                                      workers=executor.workers, threads_per_trial=executor.threads,
-                                      where=executor.where))
-        return _run(state, folder, executor, log)
+        with _sigterm_as_ctrl_c():
+            lock = folder.lock()      # noqa: F841 - held until the sweep ends
+            folder.mark(state) if resume else folder.start(state)
+            state['commands'].append(dict(command=command or runs.command_line(), time=runs._now(),
+                                          workers=executor.workers, threads_per_trial=executor.threads,
+                                          where=executor.where))
+            return _run(state, folder, executor, log)
     finally:
         executor.close()
+
+
+def _check_options(options, resume):
+    if options['scheduler'] not in (None, 'fifo', 'asha'):
+        raise SweepError(f'--scheduler must be fifo or asha, got {options["scheduler"]!r}')
+    if resume and options['force']:
+        raise SweepError('--resume continues the sweep in --out and --force replaces it: give one')
+    if options['grace_period'] is not None and options['scheduler'] != 'asha' and not resume:
+        raise SweepError('--grace-period is the early stopping of --scheduler asha')
+    for key, values in options['grid'].items():
+        if not isinstance(values, (list, tuple)) or not values:
+            raise SweepError(f'{flag(key)}: expected a non-empty list of values, got {values!r}')
+    for key, values in list(options['grid'].items()) + [('seeds', options['seeds'] or [])]:
+        repeated = [v for i, v in enumerate(values) if v in values[:i]]
+        if repeated:
+            raise SweepError(f'{flag(key)}: {repeated[0]} is listed twice')
+
+
+@contextlib.contextmanager
+def _sigterm_as_ctrl_c():
+    """SIGTERM (a batch system or `kill` stopping the job) stops the sweep as Ctrl-C does,
+    table written, exit 130; Ray's handler, which a driver gets, would abort the process."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
 
 
 def _run(state, folder, executor, say):
@@ -362,7 +406,9 @@ def _line(state, trial, result, again):
         return f'{head} after {trial["attempts"]} attempt(s) ({result["error"]}){retry}'
     losses = result['losses']
     kernels = result['kernels']
-    detail = (f', final loss {losses[-1]:+.6e}, best {min(losses):+.6e}, {len(losses)} iterations' if losses else '')
+    finite = [loss for loss in losses if math.isfinite(loss)]
+    best = f', best {min(finite):+.6e}' if finite else ''
+    detail = f', final loss {losses[-1]:+.6e}{best}, {len(losses)} iterations' if losses else ''
     resumed = f', resumed after {result["resumed_from"]}' if result['resumed_from'] else ''
     return (f'{head}{detail}{resumed}, {result["seconds"]:.2f} s ({result["worker"]}: {kernels["compiled"]} kernels '
             f'compiled, {kernels["loaded"]} loaded from the disk cache)')
@@ -405,18 +451,32 @@ def ray_installed():
     return importlib.util.find_spec('ray') is not None
 
 
-def _executor(sim_class, state, workers, threads, address):
+def _ray_pool():
+    """sims.sweep_ray's Pool, or why Ray cannot be had: (Pool, None) or (None, reason)."""
+    if not ray_installed():
+        return None, "Ray: pip install -e '.[sweep]'"
+    try:
+        from .sweep_ray import Pool
+    except Exception as e:      # noqa: BLE001 - a broken install raises anything
+        return None, f'Ray, which does not import here ({type(e).__name__}: {str(e).strip().splitlines()[0]})'
+    return Pool, None
+
+
+def _executor(sim_class, state, workers, threads, address, say=print):
     """In this process, or a pool of Ray actors (--address, or more than one worker)."""
     cpus = os.cpu_count() or 1
-    have_ray = ray_installed()
     if workers is not None and workers < 1 or threads is not None and threads < 1:
         raise SweepError('--workers and --threads-per-trial must be at least 1')
-    ray = address is not None or (workers or 1) > 1 or (workers is None and have_ray and cpus // (threads or 1) > 1)
-    if not ray:
+    asked = address is not None or (workers or 1) > 1
+    ray = asked or (workers is None and ray_installed() and cpus // (threads or 1) > 1)
+    pool, missing = _ray_pool() if ray else (None, None)
+    if missing and not asked:
+        say(f'note: the trials run in this process: the default of several workers needs {missing}')
+    if pool is None:
+        if asked:
+            raise SweepError(f'{"--address" if address else f"--workers {workers}"} needs {missing} '
+                             f'(--workers 1 runs the trials in this process)')
         return InProcess(sim_class, threads or cpus, state['scheduler'])
-    if not have_ray:
-        raise SweepError(f'{"--address" if address else f"--workers {workers}"} needs Ray: pip install -e '
-                         f'\'.[sweep]\' (--workers 1 runs the trials in this process)')
     try:
         known = load(sim_class.name) is sim_class
     except (ImportError, LookupError):
@@ -424,8 +484,7 @@ def _executor(sim_class, state, workers, threads, address):
     if not known:
         raise SweepError(f'workers load the simulator by name, and sims.{sim_class.name} is not this one: '
                          f'--workers 1 runs the trials in this process')
-    from .sweep_ray import Pool
-    return Pool(sim_class.name, workers, threads, address, state['scheduler'])
+    return pool(sim_class.name, workers, threads, address, state['scheduler'])
 
 
 # --- results ------------------------------------------------------------------------------
@@ -437,7 +496,7 @@ def write_results(state, folder):
         losses = [r['loss'] for r in runs.RunFolder(folder.trial(trial)).metrics()]
         curves[trial['name']] = losses
         rows.append(_row(trial, keys, losses))
-    text = json.dumps(rows, indent=1)
+    text = json.dumps(rows, indent=1, allow_nan=False)
     runs.atomic_write(folder.file(ROWS), lambda f: f.write(text.encode()))
     runs.atomic_write(folder.file(TABLE), lambda f: _write_csv(f, rows))
     plot_sweep(state, rows, curves, folder.file(PLOT))
@@ -445,11 +504,13 @@ def write_results(state, folder):
 
 
 def _row(trial, keys, losses):
-    finite = [(loss, i) for i, loss in enumerate(losses) if loss == loss]
+    """A trial's line of the table; a loss that is not a number (diverged) is null (JSON has no NaN)."""
+    finite = [(loss, i) for i, loss in enumerate(losses) if math.isfinite(loss)]
     best = min(finite) if finite else (None, None)
     kernels = trial['kernels'] or {}
     return dict(trial=trial['name'], status=trial['status'], **{k: trial['config'].get(k) for k in keys},
-                final_loss=losses[-1] if losses else None, best_loss=best[0], best_iteration=best[1],
+                final_loss=losses[-1] if losses and math.isfinite(losses[-1]) else None,
+                best_loss=best[0], best_iteration=best[1],
                 iterations=len(losses), seconds=round(trial['seconds'], 3), attempts=trial['attempts'],
                 compiled=kernels.get('compiled'), loaded=kernels.get('loaded'), worker=trial['worker'],
                 error=trial['error'], folder=trial['folder'])
@@ -471,11 +532,13 @@ def plot_sweep(state, rows, curves, path):
     fig, ax = _axes(f'{state["simulator"]}: {len(rows)} trials')
     fig.set_size_inches(7, 4.5)
     varying = [k for k, v in state['grid'].items() if len(v) > 1]
-    groups = list(dict.fromkeys(' '.join(f'{flag(k)} {row[k]}' for k in varying) for row in rows))
+    def shown(row):
+        return ' '.join(f'{flag(k)} {str(row[k]).lower() if isinstance(row[k], bool) else row[k]}' for k in varying)
+    groups = list(dict.fromkeys(shown(row) for row in rows))
     palette = colormaps['tab10' if len(groups) <= 10 else 'tab20' if len(groups) <= 20 else 'viridis']
     colors = [palette(i if len(groups) <= 20 else i / (len(groups) - 1)) for i in range(len(groups))]
     for row in rows:
-        group = groups.index(' '.join(f'{flag(k)} {row[k]}' for k in varying))
+        group = groups.index(shown(row))
         style = {DONE: '-', STOPPED: '--'}.get(row['status'], ':')
         ax.plot(range(len(curves[row['trial']])), curves[row['trial']], style, color=colors[group], lw=1, alpha=0.8)
     if varying and len(groups) <= 16:

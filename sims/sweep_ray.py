@@ -5,7 +5,10 @@ once and runs trial after trial (sims/sweep_trial.py): its compiled kernels stay
 memory from one trial to the next, and the disk cache ($ENGINE_CACHE_DIR, passed on to
 the workers with the other ENGINE_* settings; a shared directory on a cluster) keeps them
 for new workers. A worker whose process dies (killed, out of memory, its machine gone) is
-seen as an actor error: its trial is tried again on a fresh actor, from its checkpoint.
+seen as an actor error: its trial is tried again on a fresh actor, from its checkpoint. A
+worker that does not see the sweep folder (no shared file system) sends its trial's files
+every few seconds to an Inbox actor on this machine, which writes them there: the checkpoint
+a retried or resumed trial starts from.
 
 Early stopping (--scheduler asha) is one more actor holding the ASHA rungs: trials report
 each iteration's loss to it and hear whether to stop.
@@ -20,12 +23,13 @@ import socket
 
 import ray
 import ray.exceptions
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 import sims
 
 from . import load
 from .sweep import SweepError
-from .sweep_trial import FAILED, INTERRUPTED, Asha, run_trial
+from .sweep_trial import FAILED, INTERRUPTED, Asha, run_trial, unpack
 
 
 @ray.remote(max_restarts=0)
@@ -33,9 +37,19 @@ class SweepWorker:
     def __init__(self, simulator):
         load(simulator)                 # the engine and the simulator, imported once
 
-    def run(self, spec, asha):
+    def run(self, spec, asha, inbox):
         report = None if asha is None else (lambda name, t, loss: ray.get(asha.report.remote(name, t, loss)))
-        return run_trial(spec, report)
+        # waits for the write: the trial's result, unpacked after, must land last
+        send = lambda files: ray.get(inbox.put.remote(spec['folder'], files))   # noqa: E731
+        return run_trial(spec, report, send=send)
+
+
+@ray.remote(num_cpus=0, max_restarts=0)
+class Inbox:
+    """On the sweep's machine: writes the run files that workers send into the trials' folders."""
+
+    def put(self, folder, files):
+        unpack(files, folder)
 
 
 @ray.remote(num_cpus=0, max_restarts=0)
@@ -64,10 +78,11 @@ class Pool:
 
     def __init__(self, simulator, workers, threads, address, scheduler):
         self.simulator, self.started = simulator, False
+        if not ray.is_initialized() and not address:
+            _check_room(workers, threads, os.cpu_count() or 1, 'this machine')      # before Ray starts
         if not ray.is_initialized():
-            wanted = workers * (threads or 1) if workers else os.cpu_count() or 1
             # 'local': a fresh instance, even where `ray start` left one running
-            local = dict(address='local', num_cpus=max(os.cpu_count() or 1, wanted))
+            local = dict(address='local', num_cpus=os.cpu_count() or 1)
             kwargs = dict(address=address) if address else local
             try:
                 _check_listening(address)
@@ -79,12 +94,15 @@ class Pool:
         cpus = int(ray.cluster_resources().get('CPU', 0))
         self.threads = threads or (max(1, cpus // workers) if workers else 1)
         self.workers = workers or max(1, cpus // self.threads)
-        if self.workers * self.threads > cpus:
+        try:
+            _check_room(self.workers, self.threads, cpus, 'the Ray cluster' if address else 'this machine')
+        except SweepError:
             self.close()
-            raise SweepError(f'{self.workers} workers x {self.threads} threads need {self.workers * self.threads} '
-                             f'CPUs; the Ray cluster has {cpus}')
+            raise
         self.where = f'on Ray ({"the cluster at " + address if address else "local"}, {cpus} CPUs)'
         self.scheduler = Scheduler.remote(scheduler) if scheduler['name'] == 'asha' else None
+        here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
+        self.inbox = Inbox.options(scheduling_strategy=here).remote()
         self.actors, self.tasks = [None] * self.workers, {}
         self.options = dict(num_cpus=self.threads, runtime_env=dict(env_vars=worker_env()))
 
@@ -101,7 +119,7 @@ class Pool:
         slot = min(set(range(self.workers)) - {s for s, _ in self.tasks.values()})
         if self.actors[slot] is None:
             self.actors[slot] = SweepWorker.options(**self.options).remote(self.simulator)
-        self.tasks[self.actors[slot].run.remote(spec, self.scheduler)] = (slot, spec)
+        self.tasks[self.actors[slot].run.remote(spec, self.scheduler, self.inbox)] = (slot, spec)
 
     def wait(self):
         [ref], _ = ray.wait(list(self.tasks), num_returns=1)
@@ -124,13 +142,22 @@ class Pool:
             return None
 
     def close(self):
-        for actor in [a for a in getattr(self, 'actors', []) if a is not None] + [getattr(self, 'scheduler', None)]:
+        helpers = [getattr(self, 'scheduler', None), getattr(self, 'inbox', None)]
+        for actor in [a for a in getattr(self, 'actors', []) if a is not None] + helpers:
             if actor is not None:
                 ray.kill(actor, no_restart=True)
         self.actors = []
         if self.started:
             ray.shutdown()
             self.started = False
+
+
+def _check_room(workers, threads, cpus, where):
+    """Workers x threads within the CPUs: oversubscribed, every trial would run slower."""
+    if workers and workers * (threads or 1) > cpus:
+        raise SweepError(f'{workers} workers x {threads or 1} thread{"s" * ((threads or 1) > 1)} need '
+                         f'{workers * (threads or 1)} CPUs; {where} has {cpus} (fewer --workers or '
+                         f'--threads-per-trial)')
 
 
 def _check_listening(address, seconds=10):

@@ -12,7 +12,9 @@ A trial trains with `sims.training.train` into a normal run folder (sims/runs.py
 checkpoint there (an earlier attempt, an interrupted sweep) it resumes from it, which on one
 thread gives the losses of an uninterrupted run bit for bit. A worker that cannot see the
 sweep folder (another machine without a shared file system) trains into a folder of its
-own, seeded with the files the spec carries, and sends the run's files back in its result.
+own, seeded with the files the spec carries, and sends the run's files back in its result;
+while it trains it also sends them home every SEND_EVERY seconds, so that its death, or a
+Ctrl-C of the sweep, loses no more than those seconds of the trial.
 """
 import math
 import os
@@ -30,19 +32,22 @@ from .training import train
 
 MARKER = '.sweep-id'        # in the sweep folder: its id, so that a worker knows it sees the folder
 DONE, FAILED, STOPPED, INTERRUPTED = 'done', 'failed', 'stopped', 'interrupted'
+SEND_EVERY = 10.0           # seconds between the run files a worker without the sweep folder sends
 
 
 class StoppedEarly(Exception):
     """Raised before an iteration of a trial that the early-stopping rule stopped."""
 
 
-def run_trial(spec, report=None, sim_class=None):
+def run_trial(spec, report=None, sim_class=None, send=None):
     """Train the trial `spec` (a dict: name, simulator, quick, config, threads, folder,
     sweep_dir, sweep_id, command, files) into its run folder; returns its result (a dict:
     status done / stopped / failed / interrupted, losses, error, kernels, seconds, ...).
 
     report(name, updates made, the loss after them) -> True stops the trial (early
-    stopping); sim_class: the simulator (default: the one the spec names, loaded here)."""
+    stopping); sim_class: the simulator (default: the one the spec names, loaded here);
+    send(files): where a worker that does not see the sweep folder sends the run's files
+    (pack()) after an iteration, every SEND_EVERY seconds."""
     start = time.perf_counter()
     result = dict(name=spec['name'], worker=f'{socket.gethostname()}:{os.getpid()}', files=None,
                   error=None, traceback=None, losses=[], resumed_from=0)
@@ -50,7 +55,7 @@ def run_trial(spec, report=None, sim_class=None):
     folder = spec['folder'] if local else _unpack(spec)
     before = compile_counts()
     try:
-        result.update(_train(spec, folder, report, sim_class or load(spec['simulator'])))
+        result.update(_train(spec, folder, report, sim_class or load(spec['simulator']), None if local else send))
     except Exception as e:      # noqa: BLE001 - any error is the trial's, reported with it
         result.update(status=FAILED, error=describe(e), traceback=traceback.format_exc(limit=-8))
     finally:
@@ -68,11 +73,11 @@ def describe(error):
     return f'{type(error).__name__}: {text[0]}' if text else type(error).__name__
 
 
-def _train(spec, folder, report, sim_class):
+def _train(spec, folder, report, sim_class, send):
     sim = sim_class.create(quick=spec['quick'], threads=spec['threads'], **spec['config'])
     run = runs.RunFolder(folder)
     checkpoint = run.load_checkpoint()[0] if os.path.isdir(folder) else None
-    watch = _Watch(sim, spec['name'], report)
+    watch = _Watch(sim, spec['name'], report, folder, send)
     try:
         records = train(sim, out=folder, resume=checkpoint is not None, progress=watch, command=spec['command'])
         status = DONE if len(records) >= sim.cfg.iters else INTERRUPTED      # Ctrl-C or SIGTERM
@@ -85,11 +90,13 @@ def _train(spec, folder, report, sim_class):
 class _Watch(QuietProgress):
     """Training's progress, silent: reports each iteration's loss; when told to stop, the next
     iteration raises StoppedEarly before it computes anything (the run folder then holds
-    every iteration so far, summary and checkpoint included)."""
+    every iteration so far, summary and checkpoint included). With `send`, the run's files
+    go home now and then (an iteration's metrics and checkpoint are on disk when it ends)."""
 
-    def __init__(self, sim, name, report):
+    def __init__(self, sim, name, report, folder, send):
         super().__init__()
         self.name, self.report, self.stop = name, report, False
+        self.folder, self.send, self.sent = folder, send, time.monotonic()
         if report is not None:
             compute = sim.loss_and_grad
 
@@ -103,6 +110,9 @@ class _Watch(QuietProgress):
         # the loss of the parameters after record['iteration'] updates: ASHA's time
         if self.report is not None and self.report(self.name, record['iteration'], record['loss']):
             self.stop = True
+        if self.send is not None and time.monotonic() - self.sent >= SEND_EVERY:
+            self.send(pack(self.folder))
+            self.sent = time.monotonic()
 
 
 # --- a worker without the sweep folder ------------------------------------------------

@@ -163,3 +163,13 @@ def test_rollout_gradient_report_on_the_robot():
     assert 0.5 < report.growth_per_step() < 2.0
     text = str(report)
     assert 'rollout gradient report for' in text and 'step     59' in text
+
+
+def test_a_grid_too_coarse_for_the_robot_is_refused_in_one_line(tmp_path, capsys):
+    """Below n_grid 20 the 0.05-wide legs get no particle: a ValueError naming the flag,
+    which the command line reports in one line (it was a ZeroDivisionError)."""
+    assert len(robot_scene(20)[0]) > 0
+    with pytest.raises(SystemExit) as stop:
+        cli.main(DiffMPM, ['train', '--quick', '--n-grid', '8', '--iters', '1', '--out', str(tmp_path / 'r')])
+    assert stop.value.code == 2
+    assert 'n_grid 8 is too coarse for the robot' in capsys.readouterr().err

@@ -138,3 +138,8 @@ def test_quick_training_and_render_from_the_command_line(tmp_path):
     assert image.shape == (512, 512, 3)
     dark = image.min(axis=-1) < 100          # particles and the floor line
     assert dark[:256].any() and dark[256:].any()                 # side view above, top view below
+
+
+def test_a_grid_too_coarse_for_the_robot_is_refused():
+    with pytest.raises(ValueError, match='n_grid 8 at density 2 is too coarse for the robot'):
+        robot_scene(8, 2)

@@ -9,6 +9,7 @@ import json
 import os
 import pickle
 import pickletools
+import shutil
 import signal
 import socket
 import subprocess
@@ -199,6 +200,32 @@ def test_a_sweep_whose_workers_cannot_see_its_folder_still_fills_it(tmp_path, mo
         assert runs.RunFolder(str(out / trial['folder'])).load_checkpoint()[0]['iteration'] == 3
 
 
+class _WorkerDied(BaseException):
+    """As a worker process killed mid-trial: nothing returns from run_trial."""
+
+
+def test_a_worker_without_the_sweep_folder_sends_its_progress_home(tmp_path, monkeypatch, alone):
+    """Its death then loses nothing sent: the retry starts from the checkpoint that came home."""
+    folder = tmp_path / 'sweep' / 'trials' / 't'
+    spec = dict(name='t', simulator='gravity', quick=True, config=dict(lr=4.0, seed=0, iters=3), threads=1,
+                folder=str(folder), sweep_dir=str(tmp_path / 'sweep'), sweep_id='elsewhere', files=None, command='x')
+    update = sweep_trial._Watch.update
+
+    def dies_after_2(self, record, first):
+        update(self, record, first)
+        if record['iteration'] == 1:
+            raise _WorkerDied
+    monkeypatch.setattr(sweep_trial._Watch, 'update', dies_after_2)
+    monkeypatch.setattr(sweep_trial, 'SEND_EVERY', 0.0)
+    sent = []
+    with pytest.raises(_WorkerDied):
+        sweep_trial.run_trial(spec, send=lambda files: (sent.append(files), sweep_trial.unpack(files, str(folder))))
+    assert len(sent) == 2 and _losses(folder) == alone[4.0, 0][:2]
+    monkeypatch.setattr(sweep_trial._Watch, 'update', update)
+    again = sweep_trial.run_trial(dict(spec, files=sweep_trial.pack(str(folder))))
+    assert again['resumed_from'] == 2 and again['losses'] == alone[4.0, 0]
+
+
 def test_a_failing_trial_is_retried_then_reported_and_the_others_finish(tmp_path, monkeypatch, capsys):
     initialize = Gravity.initialize
 
@@ -298,6 +325,9 @@ def test_the_asha_rule_is_ray_tunes(monkeypatch):
     (['--workers', '0'], 'argument --workers: must be at least 1, got 0'),
     (['--retries', '-1'], 'argument --retries: must be at least 0, got -1'),
     (['--resume'], 'holds no sweep to resume'),
+    (['--resume', '--force'], '--resume continues the sweep in --out and --force replaces it: give one'),
+    (['--grace-period', '2'], '--grace-period is the early stopping of --scheduler asha'),
+    (['--seed', '3'], 'unrecognized arguments: --seed 3'),        # not taken as --seeds
 ])
 def test_a_bad_flag_is_one_line_and_exit_2_and_nothing_is_written(flags, message, tmp_path, capsys):
     out = tmp_path / 'bad'
@@ -320,12 +350,60 @@ def test_a_folder_holding_a_sweep_or_a_run_is_refused(gravity_sweep, tmp_path, c
     assert 'holds a gravity sweep: use python -m sims.gravity' in capsys.readouterr().err
 
 
+def test_a_resumed_sweep_runs_on_the_threads_it_ran_on(gravity_sweep, tmp_path):
+    out = tmp_path / 'resumed'
+    shutil.copytree(gravity_sweep[0], out)
+    cli.main(Gravity, ['sweep', '--resume', '--workers', '1', '--quiet', '--out', str(out)])
+    assert [c['threads_per_trial'] for c in _state(out)['commands']] == [1, 1]
+
+
+def test_trial_folders_whose_sweep_json_is_gone_are_not_replaced_without_force(gravity_sweep, tmp_path, capsys):
+    out = tmp_path / 'orphans'
+    shutil.copytree(gravity_sweep[0], out)
+    (out / 'sweep.json').unlink()
+    before = (out / 'trials' / '000_lr-2.0_seed-0' / 'metrics.jsonl').read_text()
+    assert _exit_code(Gravity, ['sweep', *GRAVITY, '--lr', '3', *IN_PROCESS, '--out', str(out)]) == 2
+    assert "holds the trials of a sweep whose sweep.json is gone; --force replaces them" in capsys.readouterr().err
+    assert (out / 'trials' / '000_lr-2.0_seed-0' / 'metrics.jsonl').read_text() == before
+    assert _exit_code(Gravity, ['sweep', *GRAVITY, '--force', *IN_PROCESS, '--out', str(out / 'trials' /
+                                                                                       '000_lr-2.0_seed-0')]) == 2
+    assert 'holds a training run, not a sweep' in capsys.readouterr().err          # --force or not
+
+
+def test_a_ray_that_does_not_import_leaves_the_default_in_process(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(sweep, 'ray_installed', lambda: True)
+    monkeypatch.setattr(sweep, '_ray_pool', lambda: (None, 'Ray, which does not import here (ImportError: broken)'))
+    monkeypatch.setattr(os, 'cpu_count', lambda: 2)
+    assert _exit_code(Gravity, ['sweep', *GRAVITY, '--workers', '2', '--out', str(tmp_path / 'a')]) == 2
+    assert '--workers 2 needs Ray, which does not import here (ImportError: broken)' in capsys.readouterr().err
+    cli.main(Gravity, ['sweep', *GRAVITY, '--seeds', '0', '--out', str(tmp_path / 'b')])
+    assert 'note: the trials run in this process: the default of several workers needs Ray, which does not ' \
+        'import here' in capsys.readouterr().out
+    assert _state(tmp_path / 'b')['commands'][0]['where'] == 'in this process'
+
+
+def test_a_diverged_trial_has_null_losses_in_the_table():
+    trial = sweep._new_trial(dict(name='t', config=dict(lr=1.0, seed=0)))
+    row = sweep._row(trial, ['lr', 'seed'], [2.0, 1.0, float('nan')])
+    assert (row['final_loss'], row['best_loss'], row['best_iteration']) == (None, 1.0, 1)
+    assert json.loads(json.dumps(row, allow_nan=False))['final_loss'] is None
+
+
 def test_without_ray_more_workers_are_refused_and_one_runs_in_process(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(sweep, 'ray_installed', lambda: False)
     assert _exit_code(Gravity, ['sweep', *GRAVITY, '--workers', '2', '--out', str(tmp_path / 'a')]) == 2
     assert "--workers 2 needs Ray: pip install -e '.[sweep]'" in capsys.readouterr().err
     cli.main(Gravity, ['sweep', *GRAVITY, '--threads-per-trial', '1', '--quiet', '--out', str(tmp_path / 'b')])
     assert _state(tmp_path / 'b')['commands'][0]['where'] == 'in this process'
+
+
+def test_more_workers_than_cpus_are_refused_before_ray_starts(tmp_path, monkeypatch, capsys):
+    optional('ray')
+    monkeypatch.setattr(os, 'cpu_count', lambda: 2)
+    out = tmp_path / 'crowded'
+    assert _exit_code(Gravity, ['sweep', *GRAVITY, '--workers', '3', '--out', str(out)]) == 2
+    assert '3 workers x 1 thread need 3 CPUs; this machine has 2 (fewer --workers' in capsys.readouterr().err
+    assert not out.exists()
 
 
 def test_an_address_where_nothing_listens_is_refused_at_once(tmp_path, capsys):
@@ -434,3 +512,20 @@ def test_a_killed_worker_is_seen_and_its_trial_retried_from_its_checkpoint(tmp_p
     cli.main(MassSpring, ['train', '--quick', '--iters', '150', '--threads', '1', '--lr', str(killed['config']['lr']),
                           '--quiet', '--out', str(straight)])
     assert _losses(out / killed['folder']) == _losses(straight)
+
+
+def test_sigterm_stops_a_sweep_on_ray_as_ctrl_c_does(tmp_path):
+    """A batch system's SIGTERM: exit 130, the table written, the command to continue (Ray's
+    own handler in the driver would abort it)."""
+    out = tmp_path / 'terminated'
+    proc = _sweep_on_ray('--quick', '--iters', '3000', '--lr', '0.1,0.3', '--workers', '2', '--out', str(out))
+    deadline = time.monotonic() + 120
+    while [len(_losses(folder)) >= 3 for folder in out.glob('trials/*')] != [True, True]:
+        assert time.monotonic() < deadline and proc.poll() is None, proc.communicate()
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert f'to continue: python -m sims.mass_spring sweep --resume --out {out}' in err
+    assert [r['status'] for r in json.loads((out / 'results.json').read_text())] == ['interrupted'] * 2
+    assert (out / 'loss_curves.png').exists()

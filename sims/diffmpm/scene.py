@@ -17,6 +17,10 @@ def robot_scene(n_grid):
     positions, actuators = [], []
     for x, y, w, h, actuator in ROBOT:
         w_count, h_count = int(w / dx) * 2, int(h / dx) * 2
+        if not w_count * h_count:
+            thinnest = min(min(piece[2:4]) for piece in ROBOT)
+            raise ValueError(f'n_grid {n_grid} is too coarse for the robot: its {thinnest}-wide legs '
+                             f'get no particle (--n-grid {round(1 / thinnest)} or more)')
         i, j = np.meshgrid(np.arange(w_count), np.arange(h_count), indexing='ij')
         px = x + (i.reshape(-1) + 0.5) * (w / w_count) + ROBOT_OFFSET[0]
         py = y + (j.reshape(-1) + 0.5) * (h / h_count) + ROBOT_OFFSET[1]

@@ -26,6 +26,9 @@ def robot_scene(n_grid, density=3):
     positions, actuators = [], []
     for corner, size, actuator in robot_boxes():
         counts = [int(s / dx * density) for s in size]
+        if not all(counts):
+            raise ValueError(f'n_grid {n_grid} at density {density} is too coarse for the robot: its '
+                             f'{min(size):g}-wide blocks get no particle (a larger --n-grid or --density)')
         axes = [corner[a] + ROBOT_OFFSET[a] + (np.arange(counts[a]) + 0.5) * (size[a] / counts[a])
                 for a in range(3)]
         grid = np.meshgrid(*axes, indexing='ij')
