@@ -9,6 +9,7 @@ import json
 import os
 import pickle
 import pickletools
+import re
 import shutil
 import signal
 import socket
@@ -335,6 +336,17 @@ def test_a_bad_flag_is_one_line_and_exit_2_and_nothing_is_written(flags, message
     err = capsys.readouterr().err
     assert err.count('\n') == 1 and message in err and 'Traceback' not in err, err
     assert not out.exists()
+
+
+@pytest.mark.parametrize('given, message', [
+    (dict(grid=dict(lr=2.0)), '--lr: expected a non-empty list of values, got 2.0'),
+    (dict(grid=dict(lr=[])), '--lr: expected a non-empty list of values, got []'),
+    (dict(seeds=[0, 0]), '--seeds: 0 is listed twice'),
+])
+def test_the_python_api_checks_what_the_flags_check(given, message, tmp_path):
+    with pytest.raises(sweep.SweepError, match=re.escape(message)):
+        sweep.sweep(Gravity, str(tmp_path / 'api'), quick=True, iters=1, workers=1, log=lambda line: None, **given)
+    assert not (tmp_path / 'api').exists()
 
 
 def test_a_folder_holding_a_sweep_or_a_run_is_refused(gravity_sweep, tmp_path, capsys):
