@@ -44,6 +44,7 @@ SWEEP, TABLE, ROWS, PLOT, TRIALS = 'sweep.json', 'results.csv', 'results.json', 
 PENDING, RUNNING = 'pending', 'running'
 FINAL = (DONE, STOPPED)                 # a resumed sweep runs every trial but these
 NOT_SWEPT = ('seed', 'iters')           # configuration keys with flags of their own: --seeds, --iters
+TRIAL_NAME = re.compile(r'\d{3,}(_\S+)?_seed-\d+')     # the folder of a trial (plan_trials names them)
 
 
 class SweepError(runs.RunError):
@@ -131,6 +132,10 @@ def _safe(value):
     return re.sub(r'[^A-Za-z0-9.+-]', '_', text)
 
 
+def _listing(path):
+    return os.listdir(path) if os.path.isdir(path) else []
+
+
 def _new_trial(trial):
     return dict(name=trial['name'], folder=f'{TRIALS}/{trial["name"]}', config=trial['config'], status=PENDING,
                 attempts=0, seconds=0.0, errors=[], error=None, traceback=None, worker=None, kernels=None,
@@ -201,6 +206,10 @@ def _fresh_state(sim_class, folder, options, trials):
         if os.path.exists(folder.file(MARKER)) or os.path.isdir(trial_dir) and os.listdir(trial_dir):
             raise SweepError(f'{folder.path} holds the trials of a sweep whose {SWEEP} is gone; --force replaces '
                              f'them, --out DIR sweeps elsewhere')
+    strangers = sorted(name for name in _listing(folder.file(TRIALS)) if not TRIAL_NAME.fullmatch(name))
+    if strangers:
+        raise SweepError(f'{folder.file(TRIALS)} holds {strangers[0]}, which is not a trial of a sweep: --force '
+                         f'would delete it; move it, or --out DIR sweeps elsewhere')
     scheduler = options['scheduler'] or 'fifo'
     return dict(simulator=sim_class.name, quick=bool(options['quick']), grid=options['grid'],
                 seeds=options['seeds'], iters=options['iters'], retries=options['retries'],
@@ -305,7 +314,7 @@ def _sigterm_as_ctrl_c():
 def _run(state, folder, executor, say):
     started = time.perf_counter()
     total = len(state['trials'])
-    say(f'sweep: {total} trials of {state["simulator"]} ({_shape(state)}), {executor.where}; '
+    say(f'sweep: {_count(total, "trial")} of {state["simulator"]} ({_shape(state)}), {executor.where}; '
         f'{executor.workers} worker{"s" * (executor.workers > 1)} x {executor.threads} '
         f'thread{"s" * (executor.threads > 1)} per trial; into {folder.path}')
     todo = collections.deque(t for t in state['trials'] if not _finished(t, folder))
@@ -316,8 +325,12 @@ def _run(state, folder, executor, say):
     elapsed = time.perf_counter() - started
     counts = collections.Counter(r['status'] for r in rows)
     say(f'wrote {folder.path}: {SWEEP}, {TABLE}, {ROWS}, {PLOT}; ' + ', '.join(f'{n} {s}' for s, n in counts.items())
-        + (f'; {ran} trials in {elapsed:.1f} s ({60 * ran / elapsed:.1f} trials/minute)' if ran else ''))
+        + (f'; {_count(ran, "trial")} in {elapsed:.1f} s ({60 * ran / elapsed:.1f} trials/minute)' if ran else ''))
     return rows
+
+
+def _count(n, thing):
+    return f'{n} {thing}{"s" * (n != 1)}'
 
 
 def _shape(state):
@@ -333,12 +346,13 @@ def _finished(trial, folder):
 def _loop(state, folder, executor, todo, say):
     """Run the trials of `todo`; returns how many of them finished (the throughput's count)."""
     by_name = {t['name']: t for t in state['trials']}
-    failures, ran = collections.Counter(), 0
+    failures, ran, submitted = collections.Counter(), 0, {}
     try:
         while todo or executor.busy():
             while todo and executor.room():
                 trial = todo.popleft()
                 trial['status'] = RUNNING
+                submitted[trial['name']] = time.perf_counter()
                 executor.submit(_spec(state, trial, folder, executor))
             folder.write(state)
             spec, result = executor.wait()
@@ -354,8 +368,11 @@ def _loop(state, folder, executor, todo, say):
             ran += trial['status'] in FINAL + (FAILED,)
             say(_line(state, trial, result, again=trial['status'] == PENDING))
     except KeyboardInterrupt:
-        for spec in executor.running():
-            by_name[spec['name']]['status'] = INTERRUPTED
+        for spec in executor.running():         # an attempt that returned nothing
+            trial = by_name[spec['name']]
+            trial.update(status=INTERRUPTED, attempts=trial['attempts'] + 1,
+                         seconds=trial['seconds'] + time.perf_counter() - submitted[spec['name']])
+        executor.stop()         # the workers write no more: the table is what the folders hold
         say('interrupted: the trials that ran keep their checkpoints (--resume continues them)')
     finally:
         if state['scheduler']['name'] == 'asha':
@@ -443,6 +460,9 @@ class InProcess:
     def scheduler_state(self):
         return self.asha.state() if self.asha else None
 
+    def stop(self):
+        self.spec = None
+
     def close(self):
         pass
 
@@ -462,6 +482,14 @@ def _ray_pool():
     return Pool, None
 
 
+def check_room(workers, threads, cpus, where):
+    """Workers x threads within the CPUs: oversubscribed, every trial would run slower."""
+    if workers and workers * (threads or 1) > cpus:
+        raise SweepError(f'{_count(workers, "worker")} x {_count(threads or 1, "thread")} need '
+                         f'{workers * (threads or 1)} CPUs; {where} has {cpus} (fewer --workers or '
+                         f'--threads-per-trial)')
+
+
 def _executor(sim_class, state, workers, threads, address, say=print):
     """In this process, or a pool of Ray actors (--address, or more than one worker)."""
     cpus = os.cpu_count() or 1
@@ -476,6 +504,7 @@ def _executor(sim_class, state, workers, threads, address, say=print):
         if asked:
             raise SweepError(f'{"--address" if address else f"--workers {workers}"} needs {missing} '
                              f'(--workers 1 runs the trials in this process)')
+        check_room(1, threads, cpus, 'this machine')
         return InProcess(sim_class, threads or cpus, state['scheduler'])
     try:
         known = load(sim_class.name) is sim_class

@@ -28,7 +28,7 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 import sims
 
 from . import load
-from .sweep import SweepError
+from .sweep import SweepError, check_room
 from .sweep_trial import FAILED, INTERRUPTED, Asha, run_trial, unpack
 
 
@@ -79,7 +79,7 @@ class Pool:
     def __init__(self, simulator, workers, threads, address, scheduler):
         self.simulator, self.started = simulator, False
         if not ray.is_initialized() and not address:
-            _check_room(workers, threads, os.cpu_count() or 1, 'this machine')      # before Ray starts
+            check_room(workers, threads, os.cpu_count() or 1, 'this machine')      # before Ray starts
         if not ray.is_initialized():
             # 'local': a fresh instance, even where `ray start` left one running
             local = dict(address='local', num_cpus=os.cpu_count() or 1)
@@ -95,7 +95,7 @@ class Pool:
         self.threads = threads or (max(1, cpus // workers) if workers else 1)
         self.workers = workers or max(1, cpus // self.threads)
         try:
-            _check_room(self.workers, self.threads, cpus, 'the Ray cluster' if address else 'this machine')
+            check_room(self.workers, self.threads, cpus, 'the Ray cluster' if address else 'this machine')
         except SweepError:
             self.close()
             raise
@@ -135,6 +135,15 @@ class Pool:
             result.update(status=FAILED, error='the trial was stopped by a signal in its worker')
         return spec, result
 
+    def stop(self):
+        """Kill the workers (Ctrl-C, SIGTERM), and wait until they are gone: their trials'
+        folders change no more."""
+        for actor in filter(None, self.actors):
+            ray.kill(actor, no_restart=True)
+        if self.tasks:
+            ray.wait(list(self.tasks), num_returns=len(self.tasks), timeout=30)
+        self.actors, self.tasks = [None] * self.workers, {}
+
     def scheduler_state(self):
         try:
             return ray.get(self.scheduler.state.remote()) if self.scheduler else None
@@ -150,14 +159,6 @@ class Pool:
         if self.started:
             ray.shutdown()
             self.started = False
-
-
-def _check_room(workers, threads, cpus, where):
-    """Workers x threads within the CPUs: oversubscribed, every trial would run slower."""
-    if workers and workers * (threads or 1) > cpus:
-        raise SweepError(f'{workers} workers x {threads or 1} thread{"s" * ((threads or 1) > 1)} need '
-                         f'{workers * (threads or 1)} CPUs; {where} has {cpus} (fewer --workers or '
-                         f'--threads-per-trial)')
 
 
 def _check_listening(address, seconds=10):

@@ -172,4 +172,4 @@ def test_a_grid_too_coarse_for_the_robot_is_refused_in_one_line(tmp_path, capsys
     with pytest.raises(SystemExit) as stop:
         cli.main(DiffMPM, ['train', '--quick', '--n-grid', '8', '--iters', '1', '--out', str(tmp_path / 'r')])
     assert stop.value.code == 2
-    assert 'n_grid 8 is too coarse for the robot' in capsys.readouterr().err
+    assert '--n-grid 8 is too coarse for the robot' in capsys.readouterr().err

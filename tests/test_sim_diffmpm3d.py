@@ -140,6 +140,9 @@ def test_quick_training_and_render_from_the_command_line(tmp_path):
     assert dark[:256].any() and dark[256:].any()                 # side view above, top view below
 
 
-def test_a_grid_too_coarse_for_the_robot_is_refused():
-    with pytest.raises(ValueError, match='n_grid 8 at density 2 is too coarse for the robot'):
+def test_a_grid_too_coarse_for_the_robot_is_refused_with_the_configuration():
+    """Before anything is built: a sweep refuses the combination up front."""
+    with pytest.raises(ValueError, match='--n-grid 8 at --density 2 is too coarse for the robot'):
+        DiffMPM3D.config(True, n_grid=8)
+    with pytest.raises(ValueError, match='too coarse'):
         robot_scene(8, 2)

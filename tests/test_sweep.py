@@ -329,6 +329,7 @@ def test_the_asha_rule_is_ray_tunes(monkeypatch):
     (['--resume', '--force'], '--resume continues the sweep in --out and --force replaces it: give one'),
     (['--grace-period', '2'], '--grace-period is the early stopping of --scheduler asha'),
     (['--seed', '3'], 'unrecognized arguments: --seed 3'),        # not taken as --seeds
+    (['--workers', '1', '--threads-per-trial', '100000'], '1 worker x 100000 threads need 100000 CPUs; this machine'),
 ])
 def test_a_bad_flag_is_one_line_and_exit_2_and_nothing_is_written(flags, message, tmp_path, capsys):
     out = tmp_path / 'bad'
@@ -380,6 +381,10 @@ def test_trial_folders_whose_sweep_json_is_gone_are_not_replaced_without_force(g
     assert _exit_code(Gravity, ['sweep', *GRAVITY, '--force', *IN_PROCESS, '--out', str(out / 'trials' /
                                                                                        '000_lr-2.0_seed-0')]) == 2
     assert 'holds a training run, not a sweep' in capsys.readouterr().err          # --force or not
+    (out / 'trials' / 'mine').mkdir()
+    assert _exit_code(Gravity, ['sweep', *GRAVITY, '--force', *IN_PROCESS, '--out', str(out)]) == 2
+    assert 'trials holds mine, which is not a trial of a sweep: --force would delete it' in capsys.readouterr().err
+    assert (out / 'trials' / '000_lr-2.0_seed-0' / 'metrics.jsonl').read_text() == before
 
 
 def test_a_ray_that_does_not_import_leaves_the_default_in_process(tmp_path, monkeypatch, capsys):
@@ -539,5 +544,8 @@ def test_sigterm_stops_a_sweep_on_ray_as_ctrl_c_does(tmp_path):
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err
     assert f'to continue: python -m sims.mass_spring sweep --resume --out {out}' in err
-    assert [r['status'] for r in json.loads((out / 'results.json').read_text())] == ['interrupted'] * 2
-    assert (out / 'loss_curves.png').exists()
+    rows = json.loads((out / 'results.json').read_text())
+    assert [r['status'] for r in rows] == ['interrupted'] * 2 and (out / 'loss_curves.png').exists()
+    # the workers were gone before the table was written; their attempts count
+    assert [r['iterations'] for r in rows] == [len(_losses(out / r['folder'])) for r in rows]
+    assert [(r['attempts'], r['seconds'] > 0) for r in rows] == [(1, True)] * 2

@@ -30,7 +30,7 @@ from sims.mpm.robot import MPMRobot
 from sims.mpm.materials import fixed_corotated
 
 from . import render
-from .scene import robot_scene
+from .scene import particle_counts, robot_scene
 
 
 class DiffMPM(MPMRobot):
@@ -45,6 +45,11 @@ class DiffMPM(MPMRobot):
     quick = dict(steps=160, n_grid=64, iters=4, lr=10.0, frames=20)
     dim = 2
     incremental = False
+
+    @classmethod
+    def check(cls, values):
+        super().check(values)
+        particle_counts(values['n_grid'])       # a grid too coarse for the robot's legs
 
     def scene(self):
         return robot_scene(self.cfg.n_grid)

@@ -62,7 +62,7 @@ from sims.mpm.robot import MPMRobot
 from sims.mpm.materials import neo_hookean
 
 from . import render
-from .scene import robot_scene
+from .scene import particle_counts, robot_scene
 
 
 class DiffMPM3D(MPMRobot):
@@ -77,6 +77,11 @@ class DiffMPM3D(MPMRobot):
     quick = dict(steps=128, density=2, iters=4, lr=0.3, frames=16)
     dim = 3
     incremental = True
+
+    @classmethod
+    def check(cls, values):
+        super().check(values)
+        particle_counts(values['n_grid'], values['density'])     # a grid too coarse for the robot
 
     def scene(self):
         return robot_scene(self.cfg.n_grid, self.cfg.density)

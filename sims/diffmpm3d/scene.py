@@ -19,16 +19,22 @@ def robot_boxes():
     return boxes
 
 
+def particle_counts(n_grid, density):
+    """Each box's particles per axis, `density` per dx; ValueError where one gets none."""
+    dx = 1 / n_grid
+    counts = [[int(s / dx * density) for s in size] for _, size, _ in robot_boxes()]
+    if not all(all(c) for c in counts):
+        thinnest = min(min(size) for _, size, _ in robot_boxes())
+        raise ValueError(f'--n-grid {n_grid} at --density {density} is too coarse for the robot: its '
+                         f'{thinnest:g}-wide blocks get no particle (a larger --n-grid or --density)')
+    return counts
+
+
 def robot_scene(n_grid, density=3):
     """Particle positions, actuator ids (-1: passive) and the number of actuators: a
     regular lattice of `density` particles per dx per axis in each box."""
-    dx = 1 / n_grid
     positions, actuators = [], []
-    for corner, size, actuator in robot_boxes():
-        counts = [int(s / dx * density) for s in size]
-        if not all(counts):
-            raise ValueError(f'n_grid {n_grid} at density {density} is too coarse for the robot: its '
-                             f'{min(size):g}-wide blocks get no particle (a larger --n-grid or --density)')
+    for (corner, size, actuator), counts in zip(robot_boxes(), particle_counts(n_grid, density)):
         axes = [corner[a] + ROBOT_OFFSET[a] + (np.arange(counts[a]) + 0.5) * (size[a] / counts[a])
                 for a in range(3)]
         grid = np.meshgrid(*axes, indexing='ij')
