@@ -42,24 +42,20 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f'{self.prog}: error: {message} (see --help)\n')
 
 
-def _positive_int(text):
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f'expected a whole number, got {text!r}') from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f'must be at least 1, got {value}')
-    return value
+def _int_at_least(minimum):
+    """An argparse type: a whole number of at least `minimum`."""
+    def parse(text):
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f'expected a whole number, got {text!r}') from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f'must be at least {minimum}, got {value}')
+        return value
+    return parse
 
 
-def _non_negative_int(text):
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f'expected a whole number, got {text!r}') from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f'must be at least 0, got {value}')
-    return value
+_positive_int, _non_negative_int = _int_at_least(1), _int_at_least(0)
 
 
 # --- the parser -----------------------------------------------------------------------

@@ -32,6 +32,20 @@ class RunError(Exception):
     """A run folder that cannot be used as asked (the command line reports it in one line)."""
 
 
+def read_json(path, keys, what, error=None):
+    """The JSON object in `path` holding `keys`, or None where there is no such file; an
+    unreadable one raises `error` (RunError) saying it is not `what`."""
+    if not os.path.isfile(path):
+        return None
+    try:
+        with open(path) as f:
+            found = json.load(f)
+        [found[key] for key in keys]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise (error or RunError)(f'{path} is not {what} ({e})') from None
+    return found
+
+
 def atomic_write(path, write):
     """Call write(file) on a temporary file beside `path`, then rename it over `path`."""
     tmp = f'{path}.{os.getpid()}.tmp'
@@ -78,15 +92,7 @@ class RunFolder:
     # --- configuration ------------------------------------------------------------------
     def read_config(self):
         """config.json, or None; an unreadable one is a RunError."""
-        if not self.has(CONFIG):
-            return None
-        try:
-            with open(self.file(CONFIG)) as f:
-                saved = json.load(f)
-            saved['simulator'], saved['config']
-        except (OSError, ValueError, KeyError, TypeError) as e:
-            raise RunError(f'{self.file(CONFIG)} is not a run configuration ({e})') from None
-        return saved
+        return read_json(self.file(CONFIG), ('simulator', 'config'), 'a run configuration')
 
     def simulator(self):
         """The simulator of the run in this folder, or None (a losses.json of the command

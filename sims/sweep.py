@@ -155,15 +155,7 @@ class SweepFolder:
 
     def read(self):
         """sweep.json, or None; an unreadable one is a SweepError."""
-        if not os.path.isfile(self.file(SWEEP)):
-            return None
-        try:
-            with open(self.file(SWEEP)) as f:
-                state = json.load(f)
-            state['simulator'], state['trials']
-        except (OSError, ValueError, KeyError, TypeError) as e:
-            raise SweepError(f'{self.file(SWEEP)} is not a sweep ({e})') from None
-        return state
+        return runs.read_json(self.file(SWEEP), ('simulator', 'trials'), 'a sweep', SweepError)
 
     def write(self, state):
         runs.atomic_write(self.file(SWEEP), lambda f: f.write(json.dumps(state, indent=1).encode()))
