@@ -20,6 +20,7 @@ Where: the Ray instance this process is connected to already, the cluster at --a
 import logging
 import os
 import socket
+import time
 
 import ray
 import ray.exceptions
@@ -37,6 +38,9 @@ class SweepWorker:
     def __init__(self, simulator):
         load(simulator)                 # the engine and the simulator, imported once
 
+    def place(self):
+        return socket.gethostname(), os.getpid()
+
     def run(self, spec, asha, inbox):
         report = None if asha is None else (lambda name, t, loss: ray.get(asha.report.remote(name, t, loss)))
         # waits for the write: the trial's result, unpacked after, must land last
@@ -50,6 +54,9 @@ class Inbox:
 
     def put(self, folder, files):
         unpack(files, folder)
+
+    def flush(self):
+        """Returns once the puts queued before it are written."""
 
 
 @ray.remote(num_cpus=0, max_restarts=0)
@@ -103,7 +110,7 @@ class Pool:
         self.scheduler = Scheduler.remote(scheduler) if scheduler['name'] == 'asha' else None
         here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
         self.inbox = Inbox.options(scheduling_strategy=here).remote()
-        self.actors, self.tasks = [None] * self.workers, {}
+        self.actors, self.places, self.tasks = [None] * self.workers, [None] * self.workers, {}
         self.options = dict(num_cpus=self.threads, runtime_env=dict(env_vars=worker_env()))
 
     def room(self):
@@ -119,6 +126,7 @@ class Pool:
         slot = min(set(range(self.workers)) - {s for s, _ in self.tasks.values()})
         if self.actors[slot] is None:
             self.actors[slot] = SweepWorker.options(**self.options).remote(self.simulator)
+            self.places[slot] = self.actors[slot].place.remote()      # its process, for stop()
         self.tasks[self.actors[slot].run.remote(spec, self.scheduler, self.inbox)] = (slot, spec)
 
     def wait(self):
@@ -137,12 +145,22 @@ class Pool:
 
     def stop(self):
         """Kill the workers (Ctrl-C, SIGTERM), and wait until they are gone: their trials'
-        folders change no more."""
+        folders change no more. Ray reports an actor dead before its process has exited, so
+        the processes on this machine are watched until they have; what remote ones sent
+        is written before the inbox answers."""
+        places = [_place(ref) for ref, actor in zip(self.places, self.actors) if actor is not None]
         for actor in filter(None, self.actors):
             ray.kill(actor, no_restart=True)
         if self.tasks:
             ray.wait(list(self.tasks), num_returns=len(self.tasks), timeout=30)
-        self.actors, self.tasks = [None] * self.workers, {}
+        for host, pid in filter(None, places):
+            if host == socket.gethostname():
+                _wait_for_exit(pid)
+        try:
+            ray.get(self.inbox.flush.remote(), timeout=30)
+        except (ray.exceptions.RayError, TimeoutError):
+            pass
+        self.actors, self.places, self.tasks = [None] * self.workers, [None] * self.workers, {}
 
     def scheduler_state(self):
         try:
@@ -159,6 +177,27 @@ class Pool:
         if self.started:
             ray.shutdown()
             self.started = False
+
+
+def _place(ref):
+    """A worker's (host, pid), or None where it never started."""
+    try:
+        return ray.get(ref, timeout=5)
+    except (ray.exceptions.RayError, TimeoutError):
+        return None
+
+
+def _wait_for_exit(pid, seconds=10):
+    """Until the process is gone or a zombie (Linux's /proc; elsewhere at once)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            with open(f'/proc/{pid}/stat') as f:
+                if f.read().rpartition(')')[2].split()[0] in ('Z', 'X'):
+                    return
+        except OSError:
+            return
+        time.sleep(0.01)
 
 
 def _check_listening(address, seconds=10):
