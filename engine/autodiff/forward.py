@@ -15,6 +15,7 @@ i.e. Hessian-vector products (forward over reverse). For that, `.grad` fields
 have a `.dual` as well, and so do the `.grad`s of ndarrays created with
 needs_dual=True.
 """
+from ..core import passes
 from ..ir import ops
 from ..language.fields import Field
 from ..ir.nodes import Block, Builder, building, walk
@@ -50,7 +51,7 @@ class TangentPass:
     def copy_block(self, body):
         """Copy `body` with tangents into the open block of the builder."""
         self.used = {a for s in walk(body) for a in s.args}
-        self.finite = finite_partials(body)
+        self.finite = finite_partials(body) if passes.enabled('nan_guards') else frozenset()
         self.block(body)
 
     def emit(self, op, args=(), dtype=None, **attrs):

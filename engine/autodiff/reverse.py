@@ -21,7 +21,7 @@ fields with atomic adds:
   Its trip count is taken as constant, as in every AD system: a condition on a
   float has no derivative.
 """
-from ..core import dtypes as T
+from ..core import dtypes as T, passes
 from ..ir import ops
 from ..core.errors import AutodiffError
 from .finite import finite_partials
@@ -49,7 +49,7 @@ def adjoint_of_jump_free(body, constant=False):
     """`adjoint` of IR whose loops do not jump (engine/autodiff/jumps.py made it so)."""
     rp = ReversePass()
     rp.constant = constant
-    rp.finite = finite_partials(body)
+    rp.finite = finite_partials(body) if passes.enabled('nan_guards') else frozenset()
     return rp.run(body)
 
 
@@ -280,7 +280,7 @@ class ReversePass:
         self.emit('for', [begin, end], body=body, index=index, parallel=True)
         saved_home, saved_if = self.home, self.if_depth
         self.home, self.if_depth, self.in_parallel = [], 0, True
-        self.owned = _owned_fields(s)
+        self.owned = _owned_fields(s) if passes.enabled('owned_adjoints') else {}
         with self.open(body):
             self.scopes[-1][s.attrs['index']] = index
             self.forward(s.attrs['body'], push=True)

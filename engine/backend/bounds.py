@@ -13,6 +13,7 @@ index is proven only when it is the index of a loop whose end is that very exten
 (`for i in range(a.shape[0])`).
 """
 from ..language.fields import Field
+from ..core import passes
 from ..ir.nodes import walk
 
 
@@ -189,6 +190,8 @@ def target_ndim(target):
 def unproven_axes(ranges, stmt):
     """The axes of a field access whose index `ranges` cannot prove in range."""
     target = stmt.attrs['target']
+    if not passes.enabled('bounds_elision'):
+        return list(range(target_ndim(target)))
     return [axis for axis in range(target_ndim(target)) if not ranges.in_range(stmt.args[axis], target, axis)]
 
 

@@ -13,7 +13,7 @@ import warnings
 import numpy as np
 
 from . import dtypes as T
-from . import options
+from . import options, passes
 from .context import ctx
 
 # Slots of the runtime buffer (int64 words).
@@ -52,7 +52,7 @@ class Config:
                  cpu_max_num_threads=None, random_seed=0, offline_cache=True,
                  offline_cache_file_path=None, native_replay=True, ad_validation=None,
                  interpret=False, check_bounds=None, kernel_profiler=False, check_out_of_bound=None,
-                 print_ir=False, log_level=None, print_full_traceback=False):
+                 print_ir=False, log_level=None, print_full_traceback=False, disable_passes=()):
         # the keywords Taichi's ti.init takes are in engine/core/options.py, which checks them
         self.default_fp = T.resolve(default_fp)
         self.default_ip = T.resolve(default_ip)
@@ -67,6 +67,7 @@ class Config:
         self.num_threads = int(cpu_max_num_threads or os.cpu_count() or 1)
         self.random_seed = int(random_seed)
         self.offline_cache = bool(offline_cache)
+        self.disable_passes = passes.check(disable_passes)    # engine/core/passes.py
         self.cache_dir = offline_cache_file_path     # None: engine/backend/cache.py's default
         self.interpret = bool(interpret)            # run kernels on the IR interpreter (engine/backend/interpret.py)
         self.native_replay = bool(native_replay) and not self.interpret   # off: adjoints launch from Python

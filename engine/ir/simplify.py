@@ -38,6 +38,7 @@ import math
 
 import numpy as np
 
+from ..core import passes
 from . import ops
 from .nodes import walk
 
@@ -138,7 +139,7 @@ class _Merger:
             local[stmt.args[0]] = stmt.args[1]
         elif stmt.op == 'local_atomic':
             local.pop(stmt.args[0], None)
-        elif _is_pure(stmt) or stmt.op == 'global_load':
+        elif _is_pure(stmt) or (stmt.op == 'global_load' and passes.enabled('merge_reads')):
             first = (pure if _is_pure(stmt) else loads).setdefault(_key(stmt), stmt)
             if first is not stmt:
                 self.same[stmt] = first

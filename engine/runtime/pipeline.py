@@ -26,6 +26,7 @@ from ..autodiff import forward, jumps, reverse
 from ..ir import printer, simplify, verify
 from . import profiler
 from ..language.abi import ArgLayout
+from ..core import passes
 from ..core.errors import TaichiSyntaxError
 from ..language.fields import Field
 from ..language.frontend import KernelBuilder
@@ -46,7 +47,7 @@ def compile_kernel(kernel, args, prog):
         body = stage(prog, kernel.name, 'build', _build(kernel, layout))
         # The interpreter, a second oracle, runs the IR as built; so does debug mode, whose
         # checks name the line of each statement (a merged one has its first line).
-        if not (prog.config.interpret or prog.config.debug):
+        if not (prog.config.interpret or prog.config.debug) and passes.enabled('simplify'):
             body = stage(prog, kernel.name, 'simplify', simplify.simplify(body))
     return lower_and_load(kernel, body, layout, prog)
 
@@ -171,6 +172,7 @@ def _load_or_compile(name, body, layout, prog, shadow=()):
     # a checked build's shadow slots are part of its code (codegen.shadow_access)
     kind = name + ''.join(f'|f{t.id}' if isinstance(t, Field) else f'|a{t.index}' for t in shadow)
     kind += '' if config.check_bounds else '|unchecked'
+    kind += ''.join(sorted(f'|no-{name}' for name in config.disable_passes))
     key = None if config.debug or not config.offline_cache else cache.key(kind, body, layout.ret_offset)
     if key is not None and key in _loaded:
         return _loaded[key]

@@ -267,7 +267,20 @@ class FunctionEmitter(ChecksEmitter):
         self.b.store(self.values[s.args[1]], self.values[s.args[0]])
 
     def emit_global_load(self, s):
-        return self.b.load(self.address(s))
+        return self.load_frozen(self.address(s))
+
+    def load_frozen(self, ptr):
+        """A load of memory that a later store in the same branch may overwrite, behind a
+        `freeze`. LLVM 22's InstCombine folds `select(mask, masked.load(p), C)`, which the
+        loop vectorizer makes of a load in a branch, into a new masked load *at the select*,
+        after a masked store to `p` in that branch: the adjoint's "read .grad, then zero it"
+        read the zero (x.grad all 0 for `a = x[i]; if c: continue; y[i] = a` at N >= 16).
+        The freeze is free in machine code and keeps the load where it was."""
+        b = self.b
+        loaded = b.load(ptr)
+        frozen = llir.Instruction(b.block, loaded.type, 'freeze', [loaded])
+        b._insert(frozen)
+        return frozen
 
     def emit_global_store(self, s):
         self.b.store(self.values[s.args[-1]], self.address(s))
@@ -298,7 +311,7 @@ class FunctionEmitter(ChecksEmitter):
     def _serial_rmw(self, ptr, value, kind, dtype):
         """Code outside parallel loops runs on one thread: a plain read-modify-write."""
         b = self.b
-        old = b.load(ptr)
+        old = self.load_frozen(ptr)
         name = {'and': 'bit_and', 'or': 'bit_or', 'xor': 'bit_xor'}.get(kind, kind)
         if dtype.is_float and name.startswith('bit_'):
             raise ops.TaichiTypeError(f'atomic_{kind} needs integer operands')
