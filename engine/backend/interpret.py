@@ -39,6 +39,7 @@ from ..core.errors import (TaichiIndexError, TaichiNonFiniteError, TaichiRuntime
 from ..language.fields import Field
 from ..ir.nodes import walk
 from ..language.abi import as_array as _as_array, companion, scalar_format as _scalar_format
+from .native_errors import NEGATIVE_POWER
 from .interpret_scalars import GOLDEN, M64, WRAP, cast_fn, mix64, rounding, same, scalar_fn, seed
 from .launch import CompiledKernel
 from ..ir.verify import verify
@@ -168,6 +169,7 @@ class _Compiler:
         Inf made from finite operands, except in values that only feed select arms; those
         selects, and the guards of gradient terms (ops.chain), must give a finite value."""
         divides = s.op in ('floordiv', 'mod') and not s.dtype.is_float
+        negative_power = s.op == 'pow' and not s.dtype.is_float and s.dtype.signed
         exempt = s in self.unchecked
         must_be_finite = not exempt and bool(
             s.attrs.get('nan_guard') or (s.op == 'select' and any(a in self.unchecked for a in s.args)))
@@ -178,6 +180,8 @@ class _Compiler:
         def run(*values):
             if divides and values[1] == 0:
                 raise self.error(TaichiZeroDivisionError, s, 'integer division or modulo by zero')
+            if negative_power and values[1] < 0:
+                raise self.error(TaichiRuntimeError, s, NEGATIVE_POWER)
             result = fn(*values)
             if (must_be_finite or from_finite) and not math.isfinite(result) and \
                     (must_be_finite or all(math.isfinite(values[k]) for k in float_args)):

@@ -16,7 +16,7 @@ from .cpu import codegen, jit
 from ..language import printing, structs
 from ..autodiff import rules
 from ..core import dtypes as T
-from ..language.abi import as_array, call_error, companion, scalar_format
+from ..language.abi import ExternalArray, as_array, call_error, companion, scalar_format
 from ..language.fields import Field
 from ..ir.nodes import walk
 from .native_errors import raise_recorded_error
@@ -53,6 +53,12 @@ class CompiledKernel:
         # Native code reports errors (indices out of range, debug mode's checks, autodiff
         # stacks out of memory) and prints; a launch looks for them only where the code can
         # record one, so a kernel without them pays nothing.
+        # the ndarray arguments it writes, (position, path: () or a .grad/.dual companion's): a
+        # read-only array among them is refused before the launch (a memmap opened with
+        # mode='r' is mapped read-only, and a write to it would kill the process)
+        self.written_arrays = frozenset((s.attrs['target'].index, s.attrs['target'].path) for s in walk(body)
+                                        if s.op in ('global_store', 'atomic')
+                                        and not isinstance(s.attrs['target'], Field))
         self.check_errors = (prog.config.debug or any(s.op == 'stack_push' for s in walk(body))
                              or (prog.config.check_bounds and bounds.checks_indices(body))
                              or bool(self.print_formats))
@@ -145,9 +151,23 @@ class CompiledKernel:
             if not array.flags.c_contiguous:
                 raise call_error(self.kernel, f'ndarray argument {self.layout.specs[k].name!r} must be '
                                                f'C-contiguous (use {_contiguous_hint(args[k])})')
+            if self.written_arrays and (k, ()) in self.written_arrays and not array.flags.writeable:
+                raise self._read_only(k, '')
             struct.pack_into('=Q' + 'q' * ndim, self.buffer, offset, array.ctypes.data, *array.shape[:ndim])
             for pointer_offset, path in companions:      # its .grad, .dual, .grad.dual
-                struct.pack_into('=Q', self.buffer, pointer_offset, companion(args[k], path).data.ctypes.data)
+                other = companion(args[k], path).data
+                if (k, path) in self.written_arrays and not (other.flags.writeable and other.flags.c_contiguous):
+                    raise self._read_only(k, '.' + '.'.join(path), other.flags.writeable)
+                struct.pack_into('=Q', self.buffer, pointer_offset, other.ctypes.data)
+
+    def _read_only(self, k, path, writeable=False):
+        name = f'{self.layout.specs[k].name}{path}'
+        if writeable:
+            return call_error(self.kernel, f'ndarray argument {name!r} of {self.label} must be C-contiguous')
+        return call_error(self.kernel, f'ndarray argument {name!r} of {self.label} is read-only (flags.writeable '
+                                       f'is False, e.g. np.memmap(mode=\'r\') or a broadcast view) and the kernel '
+                                       f'writes it; pass a writable array (np.array(...) copies one, a memmap '
+                                       f"opened with mode='r+' or 'c' is writable)")
 
 
 def _contiguous_hint(value):

@@ -250,11 +250,16 @@ def fold_ints(name, a, b):
     type (i64 if an operand does not fit it), with its wrap-around and the defined results
     of codegen (x // 0 is x, x % 0 is 0, shifts by the amount modulo the width, pow
     through f64 saturated), so that `255 << 33` means the same with literals as with
-    values."""
+    values. A negative power is Python's float (`2 ** -3` is 0.125)."""
     t = T.defaults.ip
     low, high = -2 ** (t.bits - 1), 2 ** (t.bits - 1) - 1
     if not (low <= a <= high and low <= b <= high):
         t, low, high = T.i64, -2 ** 63, 2 ** 63 - 1
+    if name == 'pow' and b < 0:         # Python's (and Taichi's) 2 ** -3: the float 0.125
+        try:
+            return a ** b
+        except (ZeroDivisionError, OverflowError):  # 0 ** -1: left to run time, as 0.0 ** -1 is (inf)
+            return binary('pow', const(float(a), T.defaults.fp), b)
     result = _INT_FOLDS[name](a, b, t.bits)
     if name == 'pow':
         return max(low, min(high, result))
@@ -319,7 +324,9 @@ def select(cond, a, b):
 
 
 def power(a, b):
-    """x ** n with a small integer literal n is unrolled into multiplications."""
+    """x ** n with a small integer literal n is unrolled into multiplications. A negative
+    integer literal n gives a float, as Python does; two integer values give an integer
+    (debug mode reports a negative exponent there: its result is no integer)."""
     if not is_value(a) and not is_value(b):
         return a ** b
     if is_value(a) and isinstance(b, int) and not isinstance(b, bool) and 0 <= b <= 4:
@@ -329,9 +336,11 @@ def power(a, b):
         for _ in range(b - 1):
             result = binary('mul', result, a)
         return result
-    if is_value(a) and isinstance(b, int) and -4 <= b < 0:
+    if is_value(a) and is_integer(b) and b < 0:     # a float, as in Python: i ** -5 is 1 / i ** 5
         t = a.dtype if a.dtype.is_float else T.defaults.fp
-        return binary('truediv', 1.0 if t.is_float else 1, power(as_value(a, t), -b))
+        if b >= -4:
+            return binary('truediv', 1.0, power(as_value(a, t), -b))
+        return binary('pow', as_value(a, t), b)
     return binary('pow', a, b)
 
 

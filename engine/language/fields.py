@@ -279,9 +279,7 @@ class Field:
             index = tuple(int(i) for i in index[0].entries)
         if len(index) != len(self.shape):
             raise IndexError(f'field {self.name} has {len(self.shape)} dimensions, got index {index}')
-        for i, n in zip(index, self.shape):
-            if not -n <= i < n:
-                raise IndexError(f'index {index} is out of range for field {self.name} of shape {self.shape}')
+        check_python_index(index, self.shape, f'field {self.name}')
         return index
 
     def __getitem__(self, index):
@@ -295,6 +293,18 @@ class Field:
 
     def copy_from(self, other):
         self._write(Ellipsis, other.data)
+
+
+def check_python_index(index, shape, what):
+    """An element index from Python scope: each integer within [0, n), as in kernels, whose
+    index checks raise IndexError for a negative index too (it is not wrapped as numpy
+    wraps it, so `x[-1]` means the same in both scopes)."""
+    for i, n in zip(index, shape):
+        if isinstance(i, (int, np.integer)) and not 0 <= i < n:
+            hint = ' (negative indices are not wrapped from the end, in Python scope as in kernels: ' \
+                   f'write {n + i} for {i})' if -n <= i < 0 else ''
+            raise IndexError(f'index {tuple(index) if len(index) > 1 else index[0]} is out of range for '
+                             f'{what} of shape {tuple(shape)}{hint}')
 
 
 class FieldElement(Matrix):
@@ -410,13 +420,17 @@ class Ndarray:
     def _write(self, index, values):
         _observed_write(self, self.data, index, values)
 
+    def _key(self, index):
+        index = index if isinstance(index, tuple) else (index,)
+        check_python_index(index[:len(self.shape)], self.shape, 'the ti.ndarray')
+        return index
+
     def __getitem__(self, index):
-        item = self.data[index]
+        item = self.data[self._key(index)]
         return Matrix(item) if self.element_shape else item.item()
 
     def __setitem__(self, index, value):
-        self._write(index if isinstance(index, tuple) else (index,),
-                    np.asarray(value) if isinstance(value, Matrix) else value)
+        self._write(self._key(index), np.asarray(value) if isinstance(value, Matrix) else value)
 
 
 def ndarray(dtype, shape, needs_grad=False, needs_dual=False):

@@ -87,11 +87,15 @@ class ChecksEmitter:
                 b.store(word, self.rt_word(rt.RT_ERROR_INDEX + k))
 
     def debug_check_op(self, stmt, args, result):
-        """Debug mode: NaN/Inf made from finite operands; integer division by zero."""
+        """Debug mode: NaN/Inf made from finite operands; integer division by zero; an integer
+        raised to a negative integer power."""
         b = self.b
         if stmt.op in ('floordiv', 'mod') and not stmt.dtype.is_float:
             divisor = args[1]
             self.report(stmt, b.icmp_signed('==', divisor, llir.Constant(divisor.type, 0)), rt.ERROR_ZERO_DIVISION)
+        if stmt.op == 'pow' and not stmt.dtype.is_float and stmt.dtype.signed:
+            exponent = args[1]
+            self.report(stmt, b.icmp_signed('<', exponent, llir.Constant(exponent.type, 0)), rt.ERROR_NEGATIVE_POWER)
 
         def finite(v):      # v - v is 0 for finite v, NaN for NaN and +-Inf
             d = b.fsub(v, v)

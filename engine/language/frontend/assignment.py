@@ -11,7 +11,7 @@ from ...core import dtypes as T
 from ...core.errors import TaichiTypeError
 from ..fields import Field
 from ..struct_fields import StructField
-from ..matrix import Matrix
+from ..matrix import Matrix, swizzle
 from ..structs import Struct
 from .components import component_of, flat_component
 from .operators import BINOPS
@@ -53,13 +53,8 @@ class AssignmentMixin:
             resolved = self._member_node(target)
             if resolved is not target:
                 return self._assign(resolved, value, is_static)
-            owner = self._lookup_var(target.value)
-            comp = component_of(target.attr, target, self, getattr(owner, 'shape', None))
-            if isinstance(owner, MatVar) and comp is not None:
-                return owner.vars[comp].store(value)
-            element = self._vector_element(target.value)
-            if element is not None and comp is not None:        # f[i].x = v: one component
-                return self._store_component(target, element[0], self.visit(element[1]), comp, value)
+            if self._swizzle_write(target, target, value):       # u.x = v, f[i].xy = w
+                return
             raise self.error(target, f'cannot assign to attribute {target.attr}')
         raise self.error(target, f'cannot assign to {describe(target)}')
 
@@ -161,12 +156,55 @@ class AssignmentMixin:
                 if isinstance(base, (Field, NdarrayArg)) and kind:
                     self._global_write(node, base, self.visit(target.slice), value, atomic=kind)
                     return
+        kind = {ast.Add: 'add', ast.Sub: 'sub'}.get(type(node.op))
+        if kind and isinstance(target, ast.Attribute) and self._swizzle_write(node, target, value, kind):
+            return          # f[i].y += v: as f[i][1] += v, one component accumulated, nothing read
         current = self.visit(_as_load(target))
         self._no_struct_operands(node, current, value)
         result = op(current, value)
         if result is NotImplemented:
             raise self.error(node, 'unsupported operands for augmented assignment', TaichiTypeError)
         self._assign(target, result)
+
+    def _swizzle_write(self, node, target, value, atomic=None):
+        """`u.y = v`, `u.xy = w` on a local vector or a vector field/ndarray element (`f[i].y`),
+        or with `atomic` ('add', 'sub') `f[i].y += v`, `f[i].xz -= w`: the same writes as the
+        constant subscripts `u[1]`, `f[i][1]` (an accumulation reads nothing). False when
+        `target` is no swizzle of a vector."""
+        picks = swizzle(target.attr)
+        if picks is None:
+            return False
+        owner = self._lookup_var(target.value)
+        element = None if isinstance(owner, MatVar) else self._vector_element(target.value)
+        if not isinstance(owner, MatVar) and element is None:
+            return False
+        shape = owner.shape if isinstance(owner, MatVar) else element[0].element_shape
+        for k in picks:     # an error naming the line when the vector has no such entry
+            component_of(target.attr[picks.index(k)], target, self, shape)
+        if len(picks) == 1:
+            values = [value]
+        elif isinstance(value, Matrix):
+            if len(value.entries) != len(picks):
+                raise self.error(node, f'cannot assign a value of shape {value.shape} to .{target.attr} '
+                                       f'({len(picks)} entries)', TaichiTypeError)
+            values = list(value.entries)
+        elif atomic and (ops.is_value(value) or ops.is_number(value)):
+            values = [value] * len(picks)       # u.xy += 1.0, as u.xy + 1.0 broadcasts
+        else:
+            raise self.error(node, f'.{target.attr} needs a vector of {len(picks)} entries', TaichiTypeError)
+        if len(set(picks)) != len(picks):
+            raise self.error(node, f'cannot assign to .{target.attr}: it names an entry twice', TaichiTypeError)
+        if isinstance(owner, MatVar):
+            for k, v in zip(picks, values):
+                if atomic:
+                    self._accumulate(node, owner.vars[k], atomic, v)
+                else:
+                    owner.vars[k].store(v)
+            return True
+        index = self.visit(element[1])
+        for k, v in zip(picks, values):
+            self._store_component(node, element[0], index, k, v, atomic=atomic)
+        return True
 
 
 def _as_load(target):
