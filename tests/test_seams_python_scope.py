@@ -191,3 +191,66 @@ def test_swizzle_assignment_of_several_entries():
 
     k()
     assert v.to_numpy().tolist() == [[1.0, 0.0, 3.0], [1.0, 5.0, 5.0]]
+
+
+# --- E: function transforms: several argnums, several outputs -----------------------------------
+def test_grad_of_several_arguments_and_transforms_of_several_outputs():
+    @ti.func
+    def f(x, y):
+        return x * x * y
+
+    @ti.func
+    def two(x, y):
+        return x * y, x + y * y
+
+    both = ti.ad.grad(f, argnums=(0, 1))
+    tangents = ti.ad.jvp(two)
+    cotangents = ti.ad.vjp(two)
+
+    @ti.kernel
+    def k() -> ti.types.vector(8, ti.f64):
+        gx, gy = both(2.0, 3.0)
+        out, tan = tangents((2.0, 3.0), (1.0, 0.5))
+        out2, (cx, cy) = cotangents((2.0, 3.0), (1.0, 2.0))
+        return ti.Vector([gx, gy, out[0], out[1], tan[0], tan[1], cx, cy])
+
+    # f: (2xy, x^2); two: (xy, x + y^2), J = [[y, x], [1, 2y]] at (2, 3)
+    assert k().to_numpy().tolist() == [12.0, 4.0, 6.0, 11.0, 3.0 + 0.5 * 2.0, 1.0 + 0.5 * 6.0,
+                                       3.0 + 2.0 * 1.0, 2.0 + 2.0 * 6.0]
+
+
+def test_unsupported_transform_calls_are_syntax_errors():
+    @ti.func
+    def two(x, y):
+        return x * y, x + y
+
+    @ti.func
+    def f(x, y):
+        return x * y
+
+    grad_two, grad_third, grad_f, vjp_two = (ti.ad.grad(two), ti.ad.grad(f, argnums=2), ti.ad.grad(f),
+                                             ti.ad.vjp(two))
+
+    @ti.kernel
+    def several_outputs() -> ti.f64:
+        return grad_two(1.0, 2.0)
+
+    @ti.kernel
+    def no_such_argument() -> ti.f64:
+        return grad_third(1.0, 2.0)
+
+    @ti.kernel
+    def keywords() -> ti.f64:
+        return grad_f(1.0, y=2.0)
+
+    @ti.kernel
+    def one_cotangent() -> ti.f64:
+        out, (gx, gy) = vjp_two((1.0, 2.0), 1.0)
+        return gx
+
+    for k, message in ((several_outputs, 'returns 2 values'), (no_such_argument, 'argnums 2 is out of range'),
+                       (keywords, 'keyword arguments'), (one_cotangent, 'cotangent has 1 entries')):
+        with pytest.raises(ti.TaichiSyntaxError, match=message):
+            k()
+    with pytest.raises(ti.TaichiSyntaxError, match='argnums'):
+        ti.ad.grad(f, argnums='x')

@@ -20,11 +20,27 @@ from ..language.matrix import Matrix
 
 
 def _entries(value):
+    """The scalars of a value: a scalar, a vector or matrix, or a tuple of them (a function
+    that returns several values)."""
+    if isinstance(value, (tuple, list)):
+        return [e for v in value for e in _entries(v)]
     return list(value.entries) if isinstance(value, Matrix) else [value]
 
 
 def _like(template, entries):
+    """`entries` shaped as `template` (a scalar, a matrix, or a tuple of them)."""
+    if isinstance(template, (tuple, list)):
+        parts, start = [], 0
+        for t in template:
+            n = len(_entries(t))
+            parts.append(_like(t, entries[start:start + n]))
+            start += n
+        return tuple(parts)
     return Matrix._make(template.shape, entries) if isinstance(template, Matrix) else entries[0]
+
+
+def _is_differentiable(x):
+    return isinstance(x, Matrix) or ops.is_value(x)
 
 
 def _as_float_value(x):
@@ -42,7 +58,20 @@ class _Transform:
     def __init__(self, func, argnums=0):
         if not isinstance(func, Func):
             raise TypeError(f'ti.ad.{type(self).__name__.lower()} takes a ti.func, got {func!r}')
+        numbers = argnums if isinstance(argnums, (tuple, list)) else (argnums,)
+        if not numbers or not all(ops.is_integer(k) for k in numbers):
+            raise TaichiSyntaxError(f'ti.ad.grad({func.fn.__name__}, argnums={argnums!r}): argnums is an '
+                                    f'argument position or a tuple of them')
         self.func, self.argnums = func, argnums
+
+    @property
+    def label(self):
+        return f'ti.ad.{type(self).__name__.lower()}({self.func.fn.__name__})'
+
+    def no_keywords(self, kb, node, kwargs):
+        if kwargs:
+            raise kb.error(node, f'{self.label} takes positional arguments only; keyword arguments '
+                                 f'({", ".join(kwargs)}) are not supported', TaichiSyntaxError)
 
     def __call__(self, *args, **kwargs):
         raise TaichiSyntaxError(f'ti.ad.{type(self).__name__.lower()}({self.func.fn.__name__}) '
@@ -82,25 +111,47 @@ class Grad(_Transform):
     """ti.ad.grad(f, argnums=0): the gradient of scalar-valued f w.r.t. argument `argnums`."""
 
     def apply(self, kb, node, args, kwargs):
+        """The gradient w.r.t. argument `argnums`, or a tuple of them for a tuple of positions."""
+        self.no_keywords(kb, node, kwargs)
+        several = isinstance(self.argnums, (tuple, list))
+        positions = tuple(self.argnums) if several else (self.argnums,)
+        for k in positions:
+            if not -len(args) <= k < len(args):
+                raise kb.error(node, f'{self.label}: argnums {k} is out of range for {len(args)} argument(s)',
+                               TaichiSyntaxError)
         args = self.float_args(args)
+        for k in positions:
+            if not _is_differentiable(args[k]):
+                raise kb.error(node, f'{self.label}: argument {k} is a {type(args[k]).__name__}, not a scalar, '
+                                     f'vector or matrix to differentiate with respect to', TaichiSyntaxError)
         block, out = self.primal(kb, node, args)
+        if isinstance(out, (tuple, list)):
+            raise kb.error(node, f'ti.ad.grad needs a scalar-valued function; {self.func.fn.__name__} returns '
+                                 f'{len(out)} values (use ti.ad.jvp or ti.ad.vjp)', TaichiSyntaxError)
         if isinstance(out, Matrix):
             raise kb.error(node, f'ti.ad.grad needs a scalar-valued function; '
                                  f'{self.func.fn.__name__} returns a {out.shape} matrix (use ti.ad.vjp)')
-        wrt = args[self.argnums]
-        grads = []
-        for x in _entries(wrt):
-            grads.append(self.directional(kb, block, out, {x: ops.const(1, x.dtype)})[0])
-        return _like(wrt, grads)
+        results = []
+        for k in positions:
+            wrt = args[k]
+            grads = []
+            for x in _entries(wrt):
+                grads.append(self.directional(kb, block, out, {x: ops.const(1, x.dtype)})[0])
+            results.append(_like(wrt, grads))
+        return tuple(results) if several else results[0]
 
 
 class Jvp(_Transform):
     """ti.ad.jvp(f)(primals, tangents) -> (f(*primals), J . tangents)."""
 
     def apply(self, kb, node, args, kwargs):
+        self.no_keywords(kb, node, kwargs)
         if len(args) != 2:
             raise kb.error(node, 'ti.ad.jvp(f) takes (primals, tangents)')
         primals, tangents = (a if isinstance(a, tuple) else (a,) for a in args)
+        if len(primals) != len(tangents):
+            raise kb.error(node, f'{self.label}: {len(primals)} primal(s) but {len(tangents)} tangent(s)',
+                           TaichiSyntaxError)
         primals = self.float_args(primals)
         block, out = self.primal(kb, node, primals)
         seeds = {}
@@ -114,12 +165,17 @@ class Vjp(_Transform):
     """ti.ad.vjp(f)(primals, cotangent) -> (f(*primals), cotangent^T J per input)."""
 
     def apply(self, kb, node, args, kwargs):
+        self.no_keywords(kb, node, kwargs)
         if len(args) != 2:
             raise kb.error(node, 'ti.ad.vjp(f) takes (primals, cotangent)')
         single = not isinstance(args[0], tuple)
         primals = self.float_args((args[0],) if single else args[0])
         cotangent = _entries(args[1])
         block, out = self.primal(kb, node, primals)
+        if len(cotangent) != len(_entries(out)):
+            raise kb.error(node, f'{self.label}: the cotangent has {len(cotangent)} entries, the function\'s '
+                                 f'output {len(_entries(out))} (one cotangent per output, a tuple for several)',
+                           TaichiSyntaxError)
         results = []
         for x in primals:
             entries = []
