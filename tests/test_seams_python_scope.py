@@ -254,3 +254,119 @@ def test_unsupported_transform_calls_are_syntax_errors():
             k()
     with pytest.raises(ti.TaichiSyntaxError, match='argnums'):
         ti.ad.grad(f, argnums='x')
+
+
+# --- A: ti.capture's keys and the storage it replays ---------------------------------------------
+def test_capture_notices_a_tensor_with_new_memory():
+    torch = pytest.importorskip('torch')
+
+    @ti.kernel
+    def scale(a: ti.types.ndarray(), s: ti.f64):
+        for i in a:
+            a[i] = a[i] * s
+
+    @ti.capture
+    def double(p):
+        scale(p, 2.0)
+
+    p = torch.ones(3, dtype=torch.float64)
+    double(p)
+    double(p)
+    assert p.tolist() == [4.0] * 3
+    p.data = p.data * 0.5
+    double(p)
+    assert p.tolist() == [4.0] * 3
+    q = torch.full((3,), 10.0, dtype=torch.float64)
+    p.set_(q)
+    double(p)
+    assert p.tolist() == [20.0] * 3 and q.data_ptr() == p.data_ptr()
+
+
+def test_capture_under_a_tape_after_the_gradient_is_dropped():
+    torch = pytest.importorskip('torch')
+    y = ti.field(ti.f64, shape=(), needs_grad=True)
+
+    @ti.kernel
+    def squares(p: ti.types.ndarray()):
+        for i in range(p.shape[0]):
+            y[None] += p[i] * p[i]
+
+    @ti.capture
+    def forward(p):
+        squares(p)
+
+    p = torch.tensor([1.0, 2.0], dtype=torch.float64, requires_grad=True)
+    for _ in range(3):
+        y[None] = 0.0
+        with ti.ad.Tape(y):
+            forward(p)
+        assert y[None] == 5.0 and p.grad.tolist() == [2.0, 4.0]
+        p.grad = None           # as optimizer.zero_grad() leaves it
+
+
+def test_capture_keys_tell_signed_zeros_and_types_apart():
+    out = ti.field(ti.f64, shape=())
+    runs = []
+
+    @ti.kernel
+    def angle(y: ti.f64, x: ti.f64):
+        out[None] = ti.atan2(y, x)
+
+    @ti.capture
+    def at(y, x):
+        runs.append(1)
+        angle(y, x)
+
+    for x, expected in ((0.0, 0.0), (-0.0, np.pi), (0.0, 0.0), (np.float64(-0.0), np.pi), (-0.0, np.pi)):
+        at(0.0, x)
+        assert out[None] == expected
+    assert len(runs) == 3
+    at(0.0, float('nan'))
+    at(0.0, float('nan'))
+    assert len(runs) == 4           # a NaN argument is one call, not a new capture each time
+
+
+def test_capture_takes_arrays_lists_dicts_keywords_and_methods():
+    total = ti.field(ti.f64, shape=())
+
+    @ti.kernel
+    def add(a: ti.types.ndarray(), s: ti.f64):
+        for i in range(a.shape[0]):
+            total[None] += a[i] * s
+
+    @ti.capture
+    def accumulate(arrays, weights, scale=1.0):
+        for a, w in zip(arrays, weights['w']):
+            add(a, w * scale)
+
+    a, b = np.array([1.0, 2.0]), np.array([3.0])
+    for _ in range(2):
+        accumulate([a, b], {'w': [1.0, 2.0]}, scale=0.5)
+    assert total[None] == 2 * (1.5 + 3.0)
+    a[0] = 2.0                       # the kernels read the array's current values
+    accumulate([a, b], {'w': [1.0, 2.0]}, scale=0.5)
+    assert total[None] == 9.0 + 2.0 + 3.0
+    with pytest.raises(ti.CaptureError, match='argument 0 is a set'):
+        accumulate({1, 2}, {'w': []})
+
+    @ti.data_oriented
+    class Counter:
+        def __init__(self):
+            self.x = ti.field(ti.f64, shape=())
+            self.runs = 0
+
+        @ti.kernel
+        def bump(self, s: ti.f64):
+            self.x[None] += s
+
+        @ti.capture
+        def step(self, s, times=1):
+            self.runs += 1
+            for _ in range(times):
+                self.bump(s)
+
+    one, two = Counter(), Counter()
+    for _ in range(3):
+        one.step(1.0, times=2)
+        two.step(2.0)
+    assert (one.x[None], two.x[None], one.runs, two.runs) == (6.0, 6.0, 1, 1)

@@ -12,6 +12,8 @@ of a replayed list are told apart by launch (engine/language/printing.py); they 
 the loop, before any error is raised.
 """
 import ctypes
+import functools
+import struct
 
 import numpy as np
 
@@ -22,6 +24,8 @@ from ..core import program
 from ..core.context import ctx
 from ..core.program import current as current_program
 from ..core.errors import USER_ERRORS, TaichiRuntimeError, user_frames_only
+from ..language.abi import ExternalArray
+from ..language.matrix import Matrix
 
 _REPLAY_IR = r'''
 define i64 @engine_replay(i64* %fns, i64* %bufs, i64 %n, i8** %fields, i64* %rt) {
@@ -155,6 +159,24 @@ class Recording:
         self.checked = False       # its launches were checked on a tape, one by one
         self.footprint = None      # what it reads and modifies (engine/autodiff/rules.py, TapeChecker.replay)
         self._ndarrays_with_grad = None
+        self._tensors = None
+
+    def storage_moved(self):
+        """Whether a tensor its launches were packed with now has other memory (`p.data = ...`,
+        `p.set_(...)`, a new or dropped `.grad`, as `zero_grad(set_to_none=True)` leaves it):
+        the packed pointers would replay into the old memory."""
+        if self._tensors is None:
+            seen = {}
+            for _, args in self.calls:
+                for value in args:
+                    if isinstance(value, ExternalArray) and hasattr(value.tensor, 'data_ptr'):
+                        state = _tensor_state(value)
+                        seen[(id(value.tensor), state)] = (value.tensor, state)
+            self._tensors = list(seen.values())
+        for tensor, state in self._tensors:
+            if _current_state(tensor, state) != state:
+                return True
+        return False
 
     def refuse_python_access(self, field):
         """Called by every Python-scope access of a field's values while this records."""
@@ -202,38 +224,60 @@ class Capture:
     def __init__(self, fn):
         self.fn = fn
         self.name = getattr(fn, '__name__', 'captured function')
+        self.__name__, self.__doc__ = self.name, getattr(fn, '__doc__', None)
         self.recordings = {}
 
-    def __call__(self, *args):
+    def __get__(self, obj, owner=None):
+        """A captured method (of a @ti.data_oriented class, or any class), taken from an
+        instance: bound to it; each instance has recordings of its own."""
+        return self if obj is None else functools.partial(self._bound_call, obj)
+
+    def _bound_call(self, obj, *args, **kwargs):
         try:
-            return self._call(args)
+            return self._call((obj,) + args, kwargs, bound=True)
+        except USER_ERRORS as exc:
+            user_frames_only(exc)
+            raise
+
+    def __call__(self, *args, **kwargs):
+        try:
+            return self._call(args, kwargs)
         except USER_ERRORS as exc:     # the traceback ends at the caller's frames (and fn's)
             user_frames_only(exc)
             raise
 
-    def _call(self, args):
+    def _key(self, args, kwargs, bound):
+        parts = [_Identity(args[0])] if bound else []
+        for k, value in enumerate(args[1:] if bound else args):
+            parts.append(_key(value, f'{self.name}: argument {k}'))
+        for name in sorted(kwargs):
+            parts.append((name, _key(kwargs[name], f'{self.name}: argument {name}=')))
+        return current_program().generation, tuple(parts)
+
+    def _call(self, args, kwargs=None, bound=False):
+        kwargs = kwargs or {}
         if ctx.forward is not None:
-            return self.fn(*args)
-        key = (current_program().generation, args)
+            return self.fn(*args, **kwargs)
+        key = self._key(args, kwargs, bound)
         recording = self.recordings.get(key)
-        if recording is None:
-            self.recordings[key] = self._capture(args)
+        if recording is None or recording.storage_moved():       # (again: a tensor has new memory)
+            self.recordings[key] = self._capture(args, kwargs)
             return None
         if not recording.replayable:
-            return self.fn(*args)
+            return self.fn(*args, **kwargs)
         if ctx.tape is not None and not ctx.tape.record_replay(recording):
-            return self.fn(*args)   # the tape checks and records its launches one by one
+            return self.fn(*args, **kwargs)   # the tape checks and records its launches one by one
         if ctx.watch is not None:       # wrapped functions' calls (engine/runtime/pending.py)
             ctx.watch.before_replay(recording)
         recording.replay()
         return None
 
-    def _capture(self, args):
+    def _capture(self, args, kwargs):
         if ctx.capture is not None:
             raise CaptureError(f'ti.capture: {self.name} is called while {ctx.capture.name} is captured')
         recording = ctx.capture = Recording(self.name)
         try:
-            result = self.fn(*args)
+            result = self.fn(*args, **kwargs)
         finally:
             ctx.capture = None
         # under a checking tape its launches were just checked one by one
@@ -246,3 +290,70 @@ class Capture:
 
 def capture(fn):
     return Capture(fn)
+
+
+def _tensor_state(external):
+    """(data pointer, shape, strides, .grad's pointer or None, whether it had a .grad) of a
+    tensor as a launch packed it (ExternalArray: .data views its memory)."""
+    grad = external.grad.data.ctypes.data if external.grad is not None else None
+    return (external.data.ctypes.data, external.data.shape, external.data.strides, grad)
+
+
+def _current_state(tensor, recorded):
+    if recorded[3] is not None:
+        grad = tensor.grad
+        grad = None if grad is None else grad.data_ptr()
+    elif getattr(tensor, 'requires_grad', False) and tensor.is_leaf:
+        grad = 0                    # it gained a gradient: its launches need the .grad pointers
+    else:
+        grad = None
+    itemsize = tensor.element_size()
+    return (tensor.data_ptr(), tuple(tensor.shape), tuple(s * itemsize for s in tensor.stride()), grad)
+
+
+class _Identity:
+    """An argument keyed by identity (an array, a tensor, a field, a @ti.data_oriented
+    instance): the key holds it, so its id is not reused while the recording lives."""
+    __slots__ = ('obj',)
+
+    def __init__(self, obj):
+        self.obj = obj
+
+    def __hash__(self):
+        return id(self.obj)
+
+    def __eq__(self, other):
+        return isinstance(other, _Identity) and other.obj is self.obj
+
+
+_EXACT = (int, bool, str, bytes, type(None))
+
+
+def _key(value, where):
+    """What a call is recognised by: numbers by their type and bits (0.0 and -0.0 differ,
+    a NaN equals itself), tuples, lists and dicts by their items, vectors by their entries,
+    arrays and tensors by identity (the kernels read their current values when replayed),
+    any other hashable object as a dict key compares it."""
+    kind = type(value)
+    if kind is float:
+        return float, struct.pack('<d', value)
+    if kind in _EXACT:
+        return kind, value
+    if isinstance(value, (np.generic, complex)):
+        return kind, np.asarray(value).tobytes()
+    if isinstance(value, (tuple, list)):
+        return kind, tuple(_key(v, where) for v in value)
+    if isinstance(value, dict):
+        return kind, tuple((_key(k, where), _key(v, where)) for k, v in value.items())
+    if isinstance(value, Matrix):
+        return Matrix, value.shape, tuple(_key(v, where) for v in value.entries)
+    if isinstance(value, np.ndarray) or hasattr(value, '__dlpack__') or hasattr(value, '_ti_data_oriented'):
+        return _Identity(value)
+    try:
+        hash(value)
+    except TypeError:
+        raise CaptureError(
+            f'{where} is a {kind.__name__}, which ti.capture cannot tell apart between calls (it is not '
+            f'hashable); pass numbers, strings, tuples, lists or dicts of them, vectors, arrays, tensors, '
+            f'fields or hashable objects') from None
+    return kind, value
