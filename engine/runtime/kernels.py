@@ -11,7 +11,7 @@ import numpy as np
 
 from ..core import dtypes as T
 from ..ir import ops
-from . import pipeline
+from . import pipeline, tape
 from ..language import structs
 from ..language.abi import (ArgSpec, ExternalArray, NdarrayType, adopt_arrays, as_array, call_error, element_shape_of,
                             key_of, refuse_lost_gradients)
@@ -81,6 +81,9 @@ class Kernel:
                 ctx.watch.before_launch(compiled, args)
             launched = compiled if ctx.forward is None else pipeline.tangents_of(compiled)
             recorder = ctx.tape
+            differentiating = recorder is not None or ctx.forward is not None
+            if differentiating:     # return values of earlier launches as arguments; forward mode's param
+                tape.before_launch(self, compiled, args)
             shadowed = recorder.check(self, compiled, args) if recorder is not None else None
             if shadowed and launched is compiled:      # checks the rules inside this launch
                 launched = pipeline.checked_of(compiled, shadowed)
@@ -93,6 +96,8 @@ class Kernel:
                 recorder.record(self, args, compiled, launched)
             if ctx.capture is not None:
                 ctx.capture.add(self, args, compiled, launched)
+            if differentiating and result is not None:
+                result = tape.returned(self, compiled, args, result)
             return result
         except USER_ERRORS as exc:       # the traceback ends at the caller's frames
             user_frames_only(exc)

@@ -5,12 +5,17 @@ The backward pass runs the adjoint kernels in one native loop (engine/runtime/re
 returning to Python only for custom gradients (grad_replaced) and in forward mode.
 """
 import contextlib
+import weakref
+
+import numpy as np
 
 from . import pipeline, replay, tape_rules
 from ..core.context import ctx
 from ..core.program import current as current_program
-from ..core.errors import USER_ERRORS, user_frames_only
+from ..core.errors import USER_ERRORS, AutodiffError, user_frames_only
+from ..autodiff.rules import READ
 from ..language.fields import Field, Ndarray
+from ..language.matrix import Matrix
 from .finite_diff import check_tape, restore_fields, snapshot_fields, values_of
 
 
@@ -75,7 +80,7 @@ class Tape:
         if no_grad:
             if touched and summary.stores_with_grad:
                 # it overwrites what the tape used: the gradient of the old values ends here
-                self.record_custom(lambda *a: pipeline.no_grad_adjoint_of(compiled).launch(a), args,
+                self.record_custom(lambda *a: _launch_adjoint(pipeline.no_grad_adjoint_of(compiled), a), args,
                                    f'{kernel.name} (no_grad)', forward=lambda *a: compiled.launch(a))
             return None
         if not (self.check_every_launch or self.checker.new_step):
@@ -115,10 +120,16 @@ class Tape:
         no launch on the tape touched yet it sets inputs, as in Taichi (`.grad` is then the
         gradient with respect to the value written). Over elements launches used, its value
         is a constant that replaces a version the tape depends on: the backward pass puts
-        back the old values for the launches that read them and ends the gradient there."""
-        if self.suspended or self.checker is None or getattr(obj, 'role', 'primal') != 'primal':
+        back the old values for the launches that read them and ends the gradient there.
+        `index` may name one component of a vector or matrix element (`v[i][0] = 1`): the
+        tape tracks whole elements, and puts back and cuts only the component."""
+        role = getattr(obj, 'role', 'primal')
+        if role == 'grad':
+            return self._grad_write(obj, index, assign)
+        if self.suspended or self.checker is None or role != 'primal':
             return assign()
-        target, read, touched = self.checker.python_write(obj, index)
+        element = index[:len(obj.shape)] if isinstance(index, tuple) else index
+        target, read, touched = self.checker.python_write(obj, element)
         if not touched:
             return assign()
         old = (target.data[index].copy(), None if target.dual is None else target.dual[index].copy())
@@ -130,6 +141,9 @@ class Tape:
                 _put_back([(target, index) + old])
             if target.grad is not None:
                 target.grad[index] = 0
+                grad_dual = _grad_dual(obj)
+                if grad_dual is not None:       # forward over reverse: its tangent ends too
+                    grad_dual[index] = 0
 
         def forward():
             target.data[index] = new
@@ -138,6 +152,39 @@ class Tape:
         if read:
             self.restored[id(target)] = target
         self.record_custom(backward, (), f'write to {target.name} from Python', forward=forward)
+
+    def _grad_write(self, obj, index, assign):
+        """A write from Python to a gradient while recording. The tape seeded loss.grad = 1
+        on entry and the backward pass at exit starts from it: zeroing gradients here
+        (`x.grad.fill(0)`, `loss.grad[None] = 0`, ti.ad.clear_all_gradients()) clears
+        them for that backward pass and keeps the seed. Any other value written to the
+        loss's gradient is refused (the tape owns the seed: scale the loss instead); other
+        gradients take the value, and the backward pass accumulates onto it."""
+        seed = self.loss.grad if self.loss is not None else None
+        if obj is not seed:
+            return assign()
+        old = np.array(seed.data, copy=True)
+        assign()
+        if np.all(seed.data == 0):
+            self.reseed()
+        elif not np.all(seed.data == 1):
+            seed.data[...] = old
+            name = self.loss.name
+            raise ValueError(f'a write to {name}.grad inside ti.ad.Tape({name}): the tape seeds '
+                             f'{name}.grad = 1 on entry and starts its backward pass from it at exit; '
+                             f'zeroing gradients inside the block keeps that seed, other values are refused. '
+                             f'To weight the gradient, scale the loss in a kernel (or seed the gradients '
+                             f'yourself: ti.ad.Tape(loss=None) and kernel.grad())')
+
+    def reseed(self):
+        """loss.grad = 1 again after gradients were cleared inside the block."""
+        if self.loss is None:
+            return
+        grad = self.loss.grad
+        grad.data[...] = 1
+        dual = getattr(grad, 'dual', None)
+        if dual is not None and (not isinstance(dual, Field) or dual.placed):
+            dual.data[...] = 0       # a constant seed: no tangent (forward over reverse)
 
     def _clear_ndarray_gradients(self, args, ndarrays):
         """Fields' gradients are zeroed on entry; an ndarray's when the tape first sees it."""
@@ -290,6 +337,21 @@ def _put_back(saved):
             target.dual[index] = dual
 
 
+def _launch_adjoint(adjoint, args):
+    """An adjoint launched from Python; in forward mode its tangents too (forward over reverse)."""
+    if ctx.forward is not None:
+        adjoint = pipeline.tangents_of(adjoint)
+    adjoint.launch(args)
+
+
+def _grad_dual(obj):
+    """The array of obj.grad.dual (forward over reverse), or None."""
+    dual = getattr(getattr(obj, 'grad', None), 'dual', None)
+    if isinstance(dual, Field):
+        return dual._data if dual.placed else None
+    return None if dual is None else dual.data
+
+
 def _args_key(args):
     try:
         hash(args)
@@ -319,3 +381,138 @@ def _check_loss(loss):
         fix = 'ti.ndarray(..., needs_grad=True)' if isinstance(loss, Ndarray) else \
             'needs_grad=True or call ti.root.lazy_grad()'
         raise ValueError(f'the loss {loss.name} needs a gradient: declare it with {fix}')
+
+
+# --- a kernel's return value, on a tape or in forward mode ----------------------------------
+# A kernel's return value is a plain number to Python: no gradient (or tangent) goes with it
+# into a later kernel that takes it as an argument. While a tape records or forward mode runs,
+# a float a kernel returns from differentiable inputs is a KernelResult, which remembers the
+# kernel, and a later launch refuses it as an argument instead of computing a gradient
+# silently without its path (docs/fields_and_gradients.md).
+
+class KernelResult(float):
+    """A float a kernel returned while a tape recorded (or forward mode ran) from inputs
+    with gradients (tangents). Arithmetic in Python keeps the mark; float(v) drops it."""
+    __slots__ = ('origin',)
+
+    def __reduce__(self):           # pickles, copies, sends as the plain float it is
+        return float, (float(self),)
+
+    def __repr__(self):
+        return float.__repr__(self)
+
+
+def _marked(value, origin):
+    result = KernelResult(value)
+    result.origin = origin
+    return result
+
+
+def _arithmetic(name):
+    op = getattr(float, name)
+
+    def method(self, *other):
+        result = op(self, *other)
+        if type(result) is float:
+            origins = [self.origin] + [o.origin for o in other if isinstance(o, KernelResult)]
+            return _marked(result, origins[0])
+        return result
+    method.__name__ = name
+    return method
+
+
+for _name in ('__add__', '__radd__', '__sub__', '__rsub__', '__mul__', '__rmul__', '__truediv__',
+              '__rtruediv__', '__floordiv__', '__rfloordiv__', '__mod__', '__rmod__', '__pow__',
+              '__rpow__', '__neg__', '__pos__', '__abs__'):
+    setattr(KernelResult, _name, _arithmetic(_name))
+
+
+class _Origin:
+    """Where a KernelResult came from: the kernel, and the tape or forward mode it ran in."""
+    __slots__ = ('kernel', 'modes')
+
+    def __init__(self, kernel, modes):
+        self.kernel, self.modes = kernel, tuple(weakref.ref(m) for m in modes)
+
+    def live(self):
+        """The modes of its launch still in effect (the gradient through it is still to come)."""
+        return [m() for m in self.modes if m() is not None and m() in (ctx.tape, ctx.forward)]
+
+
+def before_launch(kernel, compiled, args):
+    """Before a launch while a tape records or forward mode runs (engine/runtime/kernels.py)."""
+    for spec, value in zip(kernel.specs, args):
+        if spec.kind in ('scalar', 'compound'):
+            _refuse_results(kernel, spec.name, value)
+    launching = getattr(ctx.forward, 'launching', None)
+    if launching is not None:
+        launching(compiled, args)
+
+
+def _refuse_results(kernel, name, value):
+    for number in _numbers(value):
+        if not isinstance(number, KernelResult):
+            continue
+        live = number.origin.live()
+        tape = ctx.tape
+        if tape is not None and tape in live and tape.skips(kernel) and ctx.forward not in live:
+            continue    # a no_grad launch: its results are constants to the tape anyway
+        if live:
+            source = number.origin.kernel
+            what = 'its gradient' if ctx.tape in live else 'its tangent'
+            raise AutodiffError(
+                f'kernel {kernel.name}() gets argument {name!r} = {float(number)!r}, a value that kernel '
+                f'{source}() returned inside this {"ti.ad.Tape" if ctx.tape in live else "ti.ad.FwdMode"}: '
+                f'{what} would be lost, as a kernel\'s return value carries none to later kernels. '
+                f'Write it to a 0-D field instead (`s = ti.field(float, shape=(), needs_grad=True)`, '
+                f'`s[None] = ...` in {source}, `s[None]` read in {kernel.name}); or pass float(value) '
+                f'if it is meant as a constant')
+
+
+def _numbers(value):
+    """The floats in an argument (a scalar, a vector or matrix, a tuple or list of them)."""
+    if isinstance(value, float):
+        yield value
+    elif isinstance(value, Matrix):
+        for entry in value.entries:
+            yield from _numbers(entry)
+    elif isinstance(value, (tuple, list)):
+        for item in value:
+            yield from _numbers(item)
+
+
+def returned(kernel, compiled, args, result):
+    """A launch's return value while a tape records or forward mode runs: marked when it
+    may depend on inputs with gradients (tangents)."""
+    modes = []
+    tape = ctx.tape
+    if tape is not None and not tape.suspended and not tape.skips(kernel) and _reads(compiled, args, 'grad'):
+        modes.append(tape)
+    if ctx.forward is not None and not isinstance(ctx.forward, str) and _reads(compiled, args, 'dual'):
+        modes.append(ctx.forward)
+    if not modes:
+        return result
+    return _mark_numbers(result, _Origin(kernel.name, modes))
+
+
+def _reads(compiled, args, role):
+    for obj, kind, _, _ in compiled.access_summary().accesses:
+        if kind != READ:
+            continue
+        if isinstance(obj, Field):
+            other = getattr(obj, role)
+            if other is not None and other.placed:
+                return True
+        elif getattr(args[obj.index], role, None) is not None:
+            return True
+    return False
+
+
+def _mark_numbers(value, origin):
+    if type(value) is float:
+        return _marked(value, origin)
+    if isinstance(value, Matrix):
+        return Matrix._make(value.shape, [_mark_numbers(e, origin) for e in value.entries])
+    if type(value) is tuple:
+        return tuple(_mark_numbers(v, origin) for v in value)
+    return value

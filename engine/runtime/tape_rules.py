@@ -18,6 +18,7 @@ class Target:
         self.shape = data.shape if shape is None else shape
         self.marks = np.zeros(self.shape, dtype=bool)   # elements an earlier launch read
         self.written = np.zeros(self.shape, dtype=bool)  # elements an earlier launch modified
+        self.by_python = np.zeros(self.shape, dtype=bool)  # ... last by a write from Python
 
 
 def plain_target(obj, name='ndarray'):
@@ -135,6 +136,7 @@ class TapeChecker:
                 target.marks[box.index(args, target.shape)] = True
         for target, index in writes:
             target.written[index] = True
+            target.by_python[index] = False
         return saves, touched or bool(saves)
 
     def replay(self, recording):
@@ -157,17 +159,20 @@ class TapeChecker:
                 target.marks |= mask
             else:
                 target.written |= mask
+                target.by_python &= ~mask
         return saves
 
     def python_write(self, obj, index):
         """Before a write from Python to `obj[index]`: (its Target, whether earlier launches
-        read those elements, whether they read or modified them)."""
+        read those elements, whether they read or modified them). Elements only written
+        from Python before are not touched: a second write sets the input again."""
         target = self.target(obj)
 
         def mark():
             read = bool(target.marks[index].any())
-            touched = read or bool(target.written[index].any())
+            touched = read or bool((target.written[index] & ~target.by_python[index]).any())
             target.written[index] = True
+            target.by_python[index] = True
             return read, touched
         key = ('python', id(target.data), repr(index))     # (slices are not hashable)
         return (target,) + tuple(self._step(key, mark))
