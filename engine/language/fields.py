@@ -333,12 +333,38 @@ def _read_while_compiling(field):
 
 
 def _observed_write(owner, array, index, values):
-    """Every write from Python to a field or ndarray: a recording tape sees it (engine/runtime/tape.py)."""
+    """Every write from Python to a field or ndarray: a recording tape sees it (engine/runtime/tape.py);
+    in forward mode the written elements' tangents are set too."""
     def assign():
         array[index] = values
+        if ctx.forward is not None:
+            _forward_write(owner, index)
     if ctx.watch is not None:       # wrapped functions' calls (engine/runtime/pending.py)
         ctx.watch.before_python_write(owner, index)
     return assign() if ctx.tape is None else ctx.tape.python_write(owner, index, assign)
+
+
+def _forward_write(owner, index):
+    """A write from Python in forward mode: the value written is a constant, so the tangent
+    of the written elements is zero (ti.ad.FwdMode gives its param's untouched elements
+    their seed back: engine/runtime/ad.py); a kept old tangent would be silently wrong."""
+    if getattr(owner, 'role', 'primal') == 'dual':
+        return          # the user sets tangents
+    hook = getattr(ctx.forward, 'python_write', None)
+    if hook is not None:
+        hook(owner, index)
+    else:
+        zero_tangent(owner, index)
+
+
+def zero_tangent(owner, index):
+    """owner.dual[index] = 0, for a field or ndarray that has a tangent."""
+    dual = getattr(owner, 'dual', None)
+    if dual is None or getattr(owner, 'role', 'primal') == 'dual':
+        return
+    array = dual._data if isinstance(dual, Field) else dual.data
+    if array is not None:
+        array[index] = 0
 
 
 def as_shape(shape):
@@ -373,6 +399,7 @@ class Ndarray:
     .dual (forward mode: the tangent a kernel launched in ti.ad.FwdMode reads and writes).
     With both, the .grad has a .dual too: forward over reverse writes the tangents of the
     gradient there (Hessian-vector products)."""
+    role = 'primal'         # 'grad' or 'dual' for the .grad and .dual of another (as a Field's role)
 
     def __init__(self, dtype, shape, element_shape=(), needs_grad=False, needs_dual=False):
         self.dtype = T.resolve(dtype)
@@ -388,6 +415,12 @@ class Ndarray:
         self.data = _zeros(self, self.shape, copies=copies)
         self.grad = Ndarray(dtype, shape, element_shape, needs_dual=needs_dual) if needs_grad else None
         self.dual = Ndarray(dtype, shape, element_shape) if needs_dual else None
+        if self.grad is not None:
+            self.grad.role = 'grad'
+            if self.grad.dual is not None:
+                self.grad.dual.role = 'dual'
+        if self.dual is not None:
+            self.dual.role = 'dual'
 
     def to_numpy(self):
         return self.data.copy()
@@ -426,7 +459,10 @@ class Ndarray:
         return index
 
     def __getitem__(self, index):
-        item = self.data[self._key(index)]
+        key = self._key(index)
+        if self.element_shape and len(key) == len(self.shape) and all(isinstance(i, (int, np.integer)) for i in key):
+            return FieldElement(self, key)      # `a[i][0] = v` writes the ndarray, as for a field
+        item = self.data[key]
         return Matrix(item) if self.element_shape else item.item()
 
     def __setitem__(self, index, value):

@@ -11,7 +11,7 @@ import numpy as np
 from . import replay
 from ..core.context import ctx
 from ..core.program import current as current_program
-from ..language.fields import Field, Ndarray
+from ..language.fields import Field, Ndarray, zero_tangent
 from .kernels import Kernel
 from .tape import Tape
 from .finite_diff import GradientCheckError, restore_fields, snapshot_fields
@@ -27,7 +27,11 @@ __all__ = ['Tape', 'grad_replaced', 'grad_for', 'no_grad', 'clear_all_gradients'
 
 
 def clear_all_gradients():
+    """Zero every field's .grad. Inside a ti.ad.Tape block it keeps the tape's seed
+    (loss.grad = 1): the backward pass at exit starts from it."""
     current_program().clear_gradients()
+    if ctx.tape is not None:
+        ctx.tape.reseed()
 
 
 def no_grad(fn):
@@ -119,6 +123,7 @@ class FwdMode:
 
     def __init__(self, loss, param, seed=None, clear_gradients=True):
         self.loss, self.param, self.seed, self.clear = loss, param, seed, clear_gradients
+        self.used = None        # the param's elements a launch inside the block accessed
 
     def __enter__(self):
         if ctx.forward is not None:
@@ -139,12 +144,37 @@ class FwdMode:
         seed = np.asarray(seed, dtype=np.float64)
         if seed.size != size:
             raise ValueError(f'ti.ad.FwdMode: the seed has {seed.size} entries, {self.param.name} has {size}')
-        self.param.dual.data[...] = seed.reshape(self.param.data.shape)
+        self.seed_values = seed.reshape(self.param.data.shape)
+        self.param.dual.data[...] = self.seed_values
+        self.used = np.zeros(self.param.shape, dtype=bool)
         ctx.forward = self
         return self
 
     def __exit__(self, *exc):
         ctx.forward = None
+
+    def launching(self, compiled, args):
+        """Before a launch in the block: marks the param's elements it accesses."""
+        for obj, _, box, _ in compiled.access_summary().accesses:
+            if obj is self.param if isinstance(obj, Field) else _same_array(args[obj.index], self.param):
+                self.used[box.index(args, self.used.shape)] = True
+
+    def python_write(self, owner, index):
+        """A write from Python inside the block (engine/language/fields.py): its value is a
+        constant, so the tangent of the written elements becomes zero. The param's elements
+        no launch in the block has used yet are inputs being set, as on a tape (see
+        docs/forward_mode.md): their tangent is the seed again."""
+        if owner is not self.param:
+            zero_tangent(owner, index)
+            return
+        element = (1,) * len(self.param.element_shape)
+        untouched = ~self.used.reshape(self.used.shape + element)
+        tangent = np.where(untouched, self.seed_values, 0)
+        self.param.dual.data[index] = tangent[index]
+
+
+def _same_array(value, array):
+    return value is array or getattr(value, 'data', value) is array.data
 
 
 def _has_tangent(param):

@@ -223,6 +223,8 @@ class Function:
     def _run(self, call, values, differentiable):
         for port, value in zip(self.inputs, values):
             port.load(value)
+        if isinstance(ctx.forward, _TangentMode):
+            ctx.forward.seed()      # a load in forward mode zeroed the tangent of what it wrote
         for port in self.outputs:
             if not any(port.same(i) for i in self.inputs):
                 port.obj._write(port.index, 0)
@@ -343,17 +345,27 @@ def _tangent_mode(inputs, tangents):
     prog = current_program()
     prog.allocate_duals()
     prog.clear_duals()
-    for port, tangent in zip(inputs, tangents):
-        if port.differentiable:
-            port.set_dual(0 if tangent is None else np.asarray(tangent).astype(port.dtype, copy=False))
-    ctx.forward = _SECOND_ORDER
+    mode = _TangentMode(inputs, tangents)
+    mode.seed()
+    ctx.forward = mode
     try:
         yield
     finally:
         ctx.forward = None
 
 
-_SECOND_ORDER = 'forward over reverse for a second-order gradient (engine/runtime/interop.py)'
+class _TangentMode:
+    """ctx.forward for a jvp or a second-order gradient: the inputs' tangents. A write from
+    Python in forward mode zeroes the tangent of what it writes (a constant), loading the
+    inputs too, so they are set again after the loads."""
+
+    def __init__(self, inputs, tangents):
+        self.inputs, self.tangents = inputs, tangents
+
+    def seed(self):
+        for port, tangent in zip(self.inputs, self.tangents):
+            if port.differentiable:
+                port.set_dual(0 if tangent is None else np.asarray(tangent).astype(port.dtype, copy=False))
 
 
 class KernelFunction:
