@@ -370,3 +370,47 @@ def test_capture_takes_arrays_lists_dicts_keywords_and_methods():
         one.step(1.0, times=2)
         two.step(2.0)
     assert (one.x[None], two.x[None], one.runs, two.runs) == (6.0, 6.0, 1, 1)
+
+
+# --- F: debug mode and the NaN guards of gradient terms -----------------------------------------
+@pytest.mark.parametrize('interpret', [False, True])
+def test_debug_mode_accepts_an_infinite_term_that_a_zero_weight_drops(interpret):
+    values = np.array([-1.0, -2.0, 4.0, 0.25])
+
+    def gradient(debug):
+        ti.init(default_fp=ti.f64, debug=debug, interpret=interpret and debug)
+        x = ti.field(ti.f64, shape=4, needs_grad=True)
+        loss = ti.field(ti.f64, shape=(), needs_grad=True)
+
+        @ti.kernel
+        def roots():
+            for i in x:
+                loss[None] += ti.sqrt(ti.max(x[i], 0.0)) + ti.sqrt(ti.max(ti.max(x[i], 0.0), 0.0)) + \
+                    ti.sqrt(ti.select(x[i] > 0, x[i], 0.0)) + ti.sqrt(-ti.min(x[i], 0.0))
+
+        x.from_numpy(values)
+        with ti.ad.Tape(loss):
+            roots()
+        return x.grad.to_numpy()
+
+    release = gradient(False)
+    assert np.array_equal(gradient(True), release)
+    assert np.allclose(release, [-0.5, -0.5 / np.sqrt(2.0), 3 * 0.25, 3 * 0.5 / 0.5], rtol=1e-15, atol=0)
+
+
+@pytest.mark.parametrize('interpret', [False, True])
+def test_debug_mode_still_reports_an_infinite_gradient(interpret):
+    ti.init(default_fp=ti.f64, debug=True, interpret=interpret)
+    x = ti.field(ti.f64, shape=2, needs_grad=True)
+    loss = ti.field(ti.f64, shape=(), needs_grad=True)
+
+    @ti.kernel
+    def root():
+        for i in x:
+            loss[None] += ti.sqrt(ti.max(x[i], 0.0))
+
+    x.from_numpy(np.array([1.0, 0.0]))          # max(0, 0) gives x: d sqrt / dx is inf
+    with pytest.raises(FloatingPointError, match='kernel root') as info:
+        with ti.ad.Tape(loss):
+            root()
+    assert 'ti.sqrt(ti.max(x[i], 0.0))' in str(info.value)

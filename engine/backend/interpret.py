@@ -39,7 +39,8 @@ from ..core.errors import (TaichiIndexError, TaichiNonFiniteError, TaichiRuntime
 from ..language.fields import Field
 from ..ir.nodes import walk
 from ..language.abi import as_array as _as_array, companion, scalar_format as _scalar_format
-from .native_errors import NEGATIVE_POWER
+from .native_errors import NEGATIVE_POWER, NON_FINITE_GRADIENT
+from .cpu.codegen_checks import gradient_term_checks
 from .interpret_scalars import GOLDEN, M64, WRAP, cast_fn, mix64, rounding, same, scalar_fn, seed
 from .launch import CompiledKernel
 from ..ir.verify import verify
@@ -119,6 +120,9 @@ class _Compiler:
         self.constants = {}         # const statement -> its value
         # debug mode: values exempt from the NaN check (codegen's rule)
         self.unchecked = values_that_only_feed_select_arms(kernel.body) if self.debug else frozenset()
+        # gradient terms: checked where they are written (codegen_checks.gradient_term_checks)
+        self.exempt_terms, self.gradient_writes = gradient_term_checks(kernel.body, self.unchecked) \
+            if self.debug else (frozenset(), frozenset())
 
     def block(self, block):
         return tuple(run for run in map(self.stmt, block.stmts) if run is not None)
@@ -126,7 +130,8 @@ class _Compiler:
     def stmt(self, s):
         handler = _HANDLERS.get(s.op)
         if handler is not None:
-            return handler(self, s)
+            run = handler(self, s)
+            return self.checked_write(s, run) if s in self.gradient_writes else run
         opdef = ops.OPS.get(s.op)
         if opdef is None or (opdef.py is None and s.op != 'cast'):
             raise NotImplementedError(f'the IR interpreter does not know the op {s.op!r}')
@@ -170,7 +175,7 @@ class _Compiler:
         selects, and the guards of gradient terms (ops.chain), must give a finite value."""
         divides = s.op in ('floordiv', 'mod') and not s.dtype.is_float
         negative_power = s.op == 'pow' and not s.dtype.is_float and s.dtype.signed
-        exempt = s in self.unchecked
+        exempt = s in self.unchecked or s in self.exempt_terms
         must_be_finite = not exempt and bool(
             s.attrs.get('nan_guard') or (s.op == 'select' and any(a in self.unchecked for a in s.args)))
         from_finite = s.dtype.is_float and s.op not in ('select', 'stop_grad') and \
@@ -188,6 +193,17 @@ class _Compiler:
                 raise self.error(TaichiNonFiniteError, s, 'NaN or Inf produced from finite operands')
             return result
         return run
+
+    def checked_write(self, s, run):
+        """Debug mode: a gradient or tangent term that a store, atomic or return writes must
+        be finite (as codegen's debug_check_write)."""
+        values = [a for a in (s.args if s.op == 'return' else s.args[-1:]) if a.dtype.is_float]
+
+        def checked(env):
+            if not all(math.isfinite(env[a]) for a in values):
+                raise self.error(TaichiNonFiniteError, s, NON_FINITE_GRADIENT)
+            return run(env)
+        return checked
 
     def op_const(self, s):      # bound once per launch (see `constants`), not run
         value = float(s.attrs['value']) if s.dtype.is_float else int(s.attrs['value'])

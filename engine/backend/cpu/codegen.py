@@ -234,6 +234,8 @@ class FunctionEmitter(ChecksEmitter):
                 self.b.position_at_end(self.fn.append_basic_block('dead'))
             handler = getattr(self, 'emit_' + stmt.op, None)
             if handler is not None:
+                if self.km.debug and stmt.op in ('global_store', 'atomic', 'return'):
+                    self.debug_check_write(stmt)
                 result = handler(stmt)
             else:
                 args = [self.values[a] for a in stmt.args]

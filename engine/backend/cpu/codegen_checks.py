@@ -9,11 +9,44 @@ from ..llvm_ops import llvm_type
 
 from ...core import program as rt
 from ...language.fields import Field
+from ...ir.nodes import walk
 
 I8P = llir.IntType(8).as_pointer()
 I64 = llir.IntType(64)
 I32 = llir.IntType(32)
 I1 = llir.IntType(1)
+
+
+def gradient_term_checks(body, unchecked):
+    """Debug mode's NaN/Inf check of gradient and tangent terms, moved to where they land.
+
+    A term (ops.chain's `nan_guard` select) may be infinite and still give a finite
+    gradient: the adjoint of sqrt(max(x, 0)) at x = -1 is inf at the max, which passes 0
+    of it to x (ops.chain's one_operand rule); the normal build gives 0. So the values
+    computed from a term (through locals and loops too) are not checked where they are
+    made: the guard, and a select passing one on, are exempt, and a store, atomic or return
+    of one is checked instead (the gradient written must be finite). Returns (the exempt
+    selects, the writes to check)."""
+    stmts = list(walk(body))
+    derived = {s for s in stmts if s.attrs.get('nan_guard')}
+    if not derived:
+        return frozenset(), frozenset()
+    changed = True
+    while changed:
+        changed = False
+        for s in stmts:
+            if s.op in ('local_store', 'local_atomic') and s.args[1] in derived and s.args[0] not in derived:
+                derived.add(s.args[0])          # the local holds a term: its loads carry it
+                changed = True
+            if s not in derived and s.dtype is not None and s.dtype.is_float and s.op != 'alloca' \
+                    and any(a in derived for a in s.args):
+                derived.add(s)
+                changed = True
+    exempt = frozenset(s for s in derived if s.op == 'select' and (
+        s.attrs.get('nan_guard') or any(a in unchecked for a in s.args)))
+    writes = frozenset(s for s in stmts if s.op in ('global_store', 'atomic', 'return') and any(
+        a in derived and a.dtype.is_float for a in (s.args if s.op == 'return' else s.args[-1:])))
+    return exempt, writes
 
 
 class ChecksEmitter:
@@ -102,6 +135,8 @@ class ChecksEmitter:
             return b.fcmp_ordered('==', d, d)
         if stmt in self.km.unchecked or stmt.dtype is None or not stmt.dtype.is_float:
             return          # integers are never NaN or infinite
+        if stmt in self.gradient_checks()[0]:
+            return          # a gradient term: checked where it is written (gradient_term_checks)
         if stmt.attrs.get('nan_guard') or (stmt.op == 'select' and any(a in self.km.unchecked for a in stmt.args)):
             # a gradient term (ops.chain), or a select that takes an unchecked arm: the value
             # leaving it must be finite
@@ -114,6 +149,25 @@ class ChecksEmitter:
             if a.dtype.is_float:
                 inputs_ok = b.and_(inputs_ok, finite(v))
         self.report(stmt, b.and_(inputs_ok, b.not_(finite(result))), rt.ERROR_NON_FINITE)
+
+    def gradient_checks(self):
+        """(exempt selects, checked writes) of gradient_term_checks, once per kernel."""
+        km = self.km
+        if not hasattr(km, 'gradient_term_checks'):
+            km.gradient_term_checks = gradient_term_checks(km.body, km.unchecked)
+        return km.gradient_term_checks
+
+    def debug_check_write(self, stmt):
+        """Debug mode, before a store, atomic or return: a gradient or tangent term it writes
+        must be finite (gradient_term_checks)."""
+        if stmt not in self.gradient_checks()[1]:
+            return
+        b = self.b
+        for a in (stmt.args if stmt.op == 'return' else stmt.args[-1:]):
+            if a.dtype.is_float:
+                v = self.values[a]
+                d = b.fsub(v, v)
+                self.report(stmt, b.not_(b.fcmp_ordered('==', d, d)), rt.ERROR_NON_FINITE_GRADIENT)
 
     def emit_check_component(self, s):
         if not self.km.check_bounds:
