@@ -39,7 +39,7 @@ from ..core.errors import (TaichiIndexError, TaichiNonFiniteError, TaichiRuntime
 from ..language.fields import Field
 from ..ir.nodes import walk
 from ..language.abi import as_array as _as_array, companion, scalar_format as _scalar_format
-from .native_errors import NEGATIVE_POWER, NON_FINITE_GRADIENT
+from .native_errors import NEGATIVE_POWER
 from .cpu.codegen_checks import gradient_term_checks
 from .interpret_scalars import GOLDEN, M64, WRAP, cast_fn, mix64, rounding, same, scalar_fn, seed
 from .launch import CompiledKernel
@@ -123,6 +123,7 @@ class _Compiler:
         # gradient terms: checked where they are written (codegen_checks.gradient_term_checks)
         self.exempt_terms, self.gradient_writes = gradient_term_checks(kernel.body, self.unchecked) \
             if self.debug else (frozenset(), frozenset())
+        self.last_term = None       # the last gradient term found not finite
 
     def block(self, block):
         return tuple(run for run in map(self.stmt, block.stmts) if run is not None)
@@ -181,6 +182,7 @@ class _Compiler:
         from_finite = s.dtype.is_float and s.op not in ('select', 'stop_grad') and \
             not (exempt or must_be_finite)
         float_args = [k for k, a in enumerate(s.args) if a.dtype.is_float]
+        term = s in self.exempt_terms and bool(s.attrs.get('nan_guard'))
 
         def run(*values):
             if divides and values[1] == 0:
@@ -191,6 +193,8 @@ class _Compiler:
             if (must_be_finite or from_finite) and not math.isfinite(result) and \
                     (must_be_finite or all(math.isfinite(values[k]) for k in float_args)):
                 raise self.error(TaichiNonFiniteError, s, 'NaN or Inf produced from finite operands')
+            if term and not math.isfinite(result):
+                self.last_term = s      # named if a gradient written from it is not finite
             return result
         return run
 
@@ -201,7 +205,8 @@ class _Compiler:
 
         def checked(env):
             if not all(math.isfinite(env[a]) for a in values):
-                raise self.error(TaichiNonFiniteError, s, NON_FINITE_GRADIENT)
+                origin = s if self.last_term is None else self.last_term
+                raise self.error(TaichiNonFiniteError, origin, 'NaN or Inf produced from finite operands')
             return run(env)
         return checked
 

@@ -10,8 +10,7 @@ import numpy as np
 from ..core.errors import (AutodiffRuleError, TaichiIndexError, TaichiNonFiniteError, TaichiRuntimeError,
                            TaichiZeroDivisionError)
 from ..language.printing import assertion_error
-from ..core.program import (ERROR_ASSERT, ERROR_COMPONENT, ERROR_INDEX, ERROR_NEGATIVE_POWER, ERROR_NON_FINITE,
-                            ERROR_NON_FINITE_GRADIENT, ERROR_OUT_OF_MEMORY,
+from ..core.program import (ERROR_ASSERT, ERROR_COMPONENT, ERROR_INDEX, ERROR_NEGATIVE_POWER, ERROR_NON_FINITE, ERROR_OUT_OF_MEMORY,
                             ERROR_RACE, ERROR_RULE1, ERROR_RULE2, ERROR_ZERO_DIVISION, RT_ERROR_FIELD,
                             RT_ERROR_FLAG, RT_ERROR_INDEX, RT_ERROR_LOC)
 from ..autodiff.rules import ACCESS_KINDS, race_message, rule_message
@@ -19,8 +18,6 @@ from ..autodiff.rules import ACCESS_KINDS, race_message, rule_message
 NEGATIVE_POWER = ('an integer raised to a negative integer power (its value, a fraction, is no integer; '
                   'convert the base to a float: ti.cast(a, float) ** b)')
 
-NON_FINITE_GRADIENT = ('NaN or Inf in a gradient (or tangent) computed from finite values, written for '
-                       'this line')
 
 
 def raise_recorded_error(prog, kernel_name, ndarrays=None, locations=(), asserts=()):
@@ -64,8 +61,6 @@ def raise_recorded_error(prog, kernel_name, ndarrays=None, locations=(), asserts
         raise TaichiNonFiniteError(f'kernel {kernel_name}: NaN or Inf produced from finite operands{where}')
     if code == ERROR_ZERO_DIVISION:
         raise TaichiZeroDivisionError(f'kernel {kernel_name}: integer division or modulo by zero{where}')
-    if code == ERROR_NON_FINITE_GRADIENT:
-        raise TaichiNonFiniteError(f'kernel {kernel_name}: {NON_FINITE_GRADIENT}{where}')
     if code == ERROR_NEGATIVE_POWER:
         raise TaichiRuntimeError(f'kernel {kernel_name}: {NEGATIVE_POWER}{where}')
     if code == ERROR_OUT_OF_MEMORY:

@@ -44,7 +44,6 @@ ERROR_RULE1 = 5         # a global data access rule broken inside a launch (RT_E
 ERROR_RULE2 = 6         # the line of the earlier read + 1 (or -1), then the element's offset)
 ERROR_RACE = 7
 ERROR_COMPONENT = 8     # RT_ERROR_INDEX: the component index, then the vector's or matrix's extent
-ERROR_NON_FINITE_GRADIENT = 11    # debug mode: a NaN/Inf gradient or tangent term written
 ERROR_NEGATIVE_POWER = 10   # debug mode: an integer raised to a negative integer at run time
 ERROR_ASSERT = 9        # RT_ERROR_FIELD: the assert's index in the kernel; RT_ERROR_INDEX: its message's values
 

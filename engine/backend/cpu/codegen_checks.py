@@ -136,6 +136,9 @@ class ChecksEmitter:
         if stmt in self.km.unchecked or stmt.dtype is None or not stmt.dtype.is_float:
             return          # integers are never NaN or infinite
         if stmt in self.gradient_checks()[0]:
+            if stmt.attrs.get('nan_guard'):     # a non-finite term: its line, to name if it is written
+                with b.if_then(b.not_(finite(result)), likely=False):
+                    b.store(I64(self.km.location_id(stmt.loc)), self.term_line())
             return          # a gradient term: checked where it is written (gradient_term_checks)
         if stmt.attrs.get('nan_guard') or (stmt.op == 'select' and any(a in self.km.unchecked for a in stmt.args)):
             # a gradient term (ops.chain), or a select that takes an unchecked arm: the value
@@ -167,7 +170,20 @@ class ChecksEmitter:
             if a.dtype.is_float:
                 v = self.values[a]
                 d = b.fsub(v, v)
-                self.report(stmt, b.not_(b.fcmp_ordered('==', d, d)), rt.ERROR_NON_FINITE_GRADIENT)
+                with b.if_then(b.not_(b.fcmp_ordered('==', d, d)), likely=False):
+                    # named by the line of the last non-finite term (else the write's own)
+                    origin = b.load(self.term_line())
+                    line = b.select(b.icmp_signed('>=', origin, I64(0)), origin,
+                                    I64(self.km.location_id(stmt.loc)))
+                    self.record(stmt, rt.ERROR_NON_FINITE, line=line)
+
+    def term_line(self):
+        """A local of this function: the line of the last gradient term found non-finite (-1)."""
+        slot = getattr(self, '_term_line', None)
+        if slot is None:
+            slot = self._term_line = self.entry_builder.alloca(I64)
+            self.entry_builder.store(I64(-1), slot)
+        return slot
 
     def emit_check_component(self, s):
         if not self.km.check_bounds:
