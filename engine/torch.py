@@ -39,7 +39,9 @@ class Wrapped:
             outputs, _ = self.wrapped.forward([_numpy(v) for v in values], differentiable=False)
             result = tuple(_tensor(o, values) for o in outputs)
         else:
-            result = _Forward.apply(self.wrapped, *values)
+            duals = [forward_ad.unpack_dual(v).tangent if isinstance(v, torch.Tensor) else None for v in values]
+            tangents = None if all(d is None for d in duals) else [_numpy(d) for d in duals]
+            result = _Forward.apply(self.wrapped, tangents, *values)
         return result[0] if len(result) == 1 else result
 
     def _check_scalars(self, values):
@@ -101,8 +103,9 @@ class _Forward(torch.autograd.Function):
     """The forward pass; its backward is _Backward, so that it can be differentiated."""
 
     @staticmethod
-    def forward(ctx, wrapped, *values):
-        outputs, call = wrapped.forward([_numpy(v) for v in values])
+    def forward(ctx, wrapped, tangents, *values):
+        # forward-mode AD (torch.autograd.forward_ad): the tangents come from the same run
+        outputs, call = wrapped.forward([_numpy(v) for v in values], tangents=tangents)
         ctx.wrapped, ctx.call, ctx.forward_values = wrapped, call, values
         ctx.save_for_backward(*[v for v in values if isinstance(v, torch.Tensor)])
         ctx.others = [None if isinstance(v, torch.Tensor) else v for v in values]
@@ -114,14 +117,14 @@ class _Forward(torch.autograd.Function):
     def backward(ctx, *cotangents):
         values = _values(ctx)
         grads = _Backward.apply(ctx.wrapped, ctx.call, len(values), *values, *cotangents)
-        return (None,) + tuple(grads)
+        return (None, None) + tuple(grads)
 
     @staticmethod
-    def jvp(ctx, _, *tangents):
-        """Forward-mode AD (torch.autograd.forward_ad): the engine's forward mode."""
+    def jvp(ctx, _, __, *tangents):
+        """Forward-mode AD (torch.autograd.forward_ad): the engine's forward mode, computed
+        in the forward run (Wrapped.__call__ passed the tangents to it)."""
         values = ctx.forward_values
-        _, output_tangents = ctx.wrapped.jvp([_numpy(v) for v in values], [_numpy(t) for t in tangents])
-        return tuple(None if t is None else _tensor(t, values) for t in output_tangents)
+        return tuple(None if t is None else _tensor(t, values) for t in ctx.call.output_tangents)
 
 
 class _Backward(torch.autograd.Function):

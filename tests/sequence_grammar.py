@@ -71,22 +71,9 @@ from dataclasses import dataclass, field as dc_field
 import numpy as np
 
 # Known open engine bugs (see the module docstring). Remove a name once its bug is fixed.
-KNOWN_OPEN = {
-    # Found by this generator (/tmp/seq_findings/torch_forward_ad_state_war_refused.py):
-    # torch forward-mode AD of an engine.torch.function that reads a field that is not a
-    # port and then writes it (c[i] += ..., or a read by one kernel and a store by a later
-    # one) is refused ('... uses field c[:] which an earlier, pending call wrote'), even at
-    # its first call. Gate: no forward AD for such sequences.
-    'torch_forward_ad_state_war',
-    # Found by this generator (/tmp/seq_findings/torch_python_write_of_input.py): an
-    # engine.torch / engine.jax function whose fn overwrites an input element from Python
-    # before any launch reads it gets a reverse-mode gradient for that input (the tape's
-    # "a write sets an input" rule) although the output does not depend on the tensor's
-    # value; torch forward AD says 0. Gate: no Python writes to P in torch / jax sequences.
-    'interop_input_overwritten',
-}
-# Names whose gates exist but whose bugs are fixed (commits 6faae40, 006317c, 24745b3);
-# put one back into KNOWN_OPEN if its bug returns:
+KNOWN_OPEN = set()
+# The gates, each for a bug this generator met (all fixed); put one back into KNOWN_OPEN
+# if its bug returns:
 #   fwd_python_write          FwdMode ignored Python writes (x[i] = c, fill, from_numpy): the
 #                             written element kept its tangent. Gate: no Python write inside
 #                             FwdMode (also hvp, forward-mode jacobian, torch forward AD).
@@ -102,6 +89,12 @@ KNOWN_OPEN = {
 #                             storage was replaced (t.set_(...)). Gate: in-place writes only.
 #   capture_signed_zero       ti.capture keyed the arguments 0.0 and -0.0 alike. Gate:
 #                             captured zero arguments are +0.0.
+#   torch_forward_ad_state_war  torch forward-mode AD of a function that updates a field that
+#                             is not a port was refused: the tangents came from a second run,
+#                             from the state the first left. Gate: no forward AD there.
+#   interop_input_overwritten an engine.torch / engine.jax function that overwrote an input
+#                             from Python got the gradient of the value written for the tensor
+#                             (0 is right). Gate: no Python writes to inputs in interop sequences.
 GATES = ('fwd_python_write', 'clear_in_tape', 'return_value_arg', 'component_write_mid_tape',
          'capture_torch_storage', 'capture_signed_zero', 'torch_forward_ad_state_war',
          'interop_input_overwritten')

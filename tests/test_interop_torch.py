@@ -419,3 +419,66 @@ def test_unsupported_tensors_and_arguments_are_refused(f64):
         tt.kernel(kernel, {'b': 4, 'c': (4, 2)})
     with pytest.raises(TypeError, match='expected a @ti.kernel'):
         tt.kernel(lambda: None, {'b': (4,)})
+
+
+def _state_program():
+    """x -> sum((s + tanh(x))^2) where s, a field that is no port, is updated in place, and
+    an input element overwritten from Python in the function when `overwrite`."""
+    x = ti.field(ti.f64, shape=3, needs_grad=True)
+    s = ti.field(ti.f64, shape=3, needs_grad=True)
+    loss = ti.field(ti.f64, shape=(), needs_grad=True)
+
+    @ti.kernel
+    def update():
+        for i in s:
+            s[i] += ti.tanh(x[i])
+
+    @ti.kernel
+    def total():
+        for i in s:
+            loss[None] += s[i] ** 2
+    return x, s, loss, update, total
+
+
+def test_forward_ad_of_a_function_that_updates_its_state_from_one_run(f64):
+    """The tangents come from the forward run itself: a second run (as before) started from
+    the state the first left, and was refused."""
+    import torch.autograd.forward_ad as fwad
+    x, s, loss, update, total = _state_program()
+
+    def fn():
+        update()
+        total()
+    f = tt.function(fn, inputs=[x], outputs=[loss])
+    start, direction = torch.tensor([0.3, -0.2, 0.5], dtype=torch.float64), torch.tensor([1.0, 0.5, -2.0],
+                                                                                         dtype=torch.float64)
+    s.from_numpy(np.full(3, 0.25))
+    with fwad.dual_level():
+        out = f(fwad.make_dual(start, direction))
+        value, tangent = fwad.unpack_dual(out)
+    expected = 2 * (0.25 + np.tanh(start.numpy())) / np.cosh(start.numpy()) ** 2
+    assert np.isclose(tangent.item(), expected @ direction.numpy(), rtol=1e-12)
+    assert np.isclose(value.item(), ((0.25 + np.tanh(start.numpy())) ** 2).sum(), rtol=1e-12)
+    np.testing.assert_allclose(s.to_numpy(), 0.25 + np.tanh(start.numpy()), rtol=1e-12)   # updated once
+
+
+def test_an_input_overwritten_from_python_in_the_function_has_no_gradient(f64):
+    """Inputs are loaded before the function runs: its own write over one replaces the
+    input (the output no longer depends on it), not sets it (docs/interop.md)."""
+    import torch.autograd.forward_ad as fwad
+    x, s, loss, update, total = _state_program()
+
+    def fn():
+        x[0] = 0.75
+        s.fill(0)
+        update()
+        total()
+    f = tt.function(fn, inputs=[x], outputs=[loss])
+    start = torch.tensor([0.3, -0.2, 0.5], dtype=torch.float64, requires_grad=True)
+    f(start).backward()
+    expected = 2 * np.tanh(start.detach().numpy()) / np.cosh(start.detach().numpy()) ** 2
+    expected[0] = 0.0
+    np.testing.assert_allclose(start.grad.numpy(), expected, rtol=1e-12)
+    with fwad.dual_level():
+        out = f(fwad.make_dual(start.detach(), torch.tensor([1.0, 0.0, 0.0], dtype=torch.float64)))
+        assert fwad.unpack_dual(out).tangent.item() == 0.0

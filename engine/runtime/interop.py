@@ -78,6 +78,11 @@ class Port:
         np.add.at(counts, self.index, 1)
         return counts
 
+    def elements(self):
+        """Which elements of the field or ndarray the port names (a boolean mask)."""
+        named = self.counts() > 0
+        return named.reshape(tuple(self.obj.shape) + (-1,)).any(axis=-1)
+
     @property
     def shape(self):
         return self.values().shape
@@ -126,6 +131,7 @@ class Call:
         self.footprint = pending.Footprint()
         self.saved, self.kept = [], set()
         self.tape, self.outputs, self.consumed = None, None, False
+        self.output_tangents = None         # forward mode in the same run (Function.forward)
         self.fingerprint = None
         self.generation = current_program().generation
 
@@ -197,9 +203,11 @@ class Function:
         _check_overlaps(self.name, self.inputs + self.outputs, 'an input and an output', identical_ok=True)
 
     @_one_at_a_time
-    def forward(self, values, differentiable=True):
+    def forward(self, values, differentiable=True, tangents=None):
         """(copies of the outputs, the Call whose backward pass is pending; None when not
-        `differentiable`: then no tape records)."""
+        `differentiable`: then no tape records). With the inputs' `tangents`, the same run
+        computes the outputs' tangents too (call.output_tangents): a second run for them
+        would start from the state this one left (a function that updates a field)."""
         if len(values) != len(self.inputs):
             raise TypeError(f'{self.name} takes {len(self.inputs)} input(s), {len(values)} given')
         call = Call(self, list(values))
@@ -207,11 +215,14 @@ class Function:
         if watch.recording is not None or ctx.tape is not None:
             raise RuntimeError(f'{self.name} is called while a ti.ad.Tape records (inside another wrapped '
                                f'function?); compose wrapped functions outside them instead')
-        watch.recording = call
-        try:
-            self._run(call, values, differentiable)
-        finally:
-            watch.recording = None
+        with contextlib.nullcontext() if tangents is None else _tangent_mode(self.inputs, tangents):
+            watch.recording = call
+            try:
+                self._run(call, values, differentiable)
+            finally:
+                watch.recording = None
+            if tangents is not None:
+                call.output_tangents = [p.dual().copy() if p.differentiable else None for p in self.outputs]
         call.outputs = [p.values().copy() for p in self.outputs]
         if not differentiable:
             if not watch.calls:
@@ -233,6 +244,9 @@ class Function:
             return
         call.tape = Tape(loss=None, clear_gradients=False)
         with call.tape.recording():
+            for port in self.inputs:
+                if port.differentiable:
+                    call.tape.inputs_loaded(port.obj, port.elements())
             self.fn()
 
     @_one_at_a_time
@@ -449,8 +463,10 @@ class KernelFunction:
         """Which of the call's values are arrays (inputs with a gradient when float)."""
         return [k for k, s in enumerate(self.parameters) if s.kind == 'ndarray']
 
-    def forward(self, values, differentiable=True):
-        return self.bind(values).forward(self._arrays(values), differentiable)
+    def forward(self, values, differentiable=True, tangents=None):
+        if tangents is None:
+            return self.bind(values).forward(self._arrays(values), differentiable)
+        return self.bind(values, duals=True).forward(self._arrays(values), differentiable, self._arrays(tangents))
 
     def backward(self, call, cotangents, values=None):
         if call.live():

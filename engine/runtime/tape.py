@@ -115,6 +115,13 @@ class Tape:
         if compiled.layout.ndarrays and self.clear_gradients:
             self._clear_ndarray_gradients(args, compiled.layout.ndarrays)
 
+    def inputs_loaded(self, obj, mask):
+        """The caller loaded obj's elements where `mask` holds as the inputs of what the tape
+        records (engine/runtime/interop.py): the recorded code's writes from Python over them
+        replace the inputs, whose gradient there is then 0."""
+        if self.checker is not None:
+            self.checker.caller_read(obj, mask)
+
     def python_write(self, obj, index, assign):
         """A write from Python (`x[i] = v`, from_numpy, fill) while recording. Over elements
         no launch on the tape touched yet it sets inputs, as in Taichi (`.grad` is then the

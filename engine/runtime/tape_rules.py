@@ -162,6 +162,16 @@ class TapeChecker:
                 target.by_python &= ~mask
         return saves
 
+    def caller_read(self, obj, mask):
+        """Elements a caller loaded as inputs before the launches (engine/runtime/interop.py):
+        read, as by a launch, so that a later write from Python over them is a constant that
+        ends their gradient rather than a new input."""
+        target = self.target(obj)
+
+        def mark():
+            target.marks |= mask
+        self._step(('caller', id(target.data), hash(mask.tobytes())), mark)
+
     def python_write(self, obj, index):
         """Before a write from Python to `obj[index]`: (its Target, whether earlier launches
         read those elements, whether they read or modified them). Elements only written
