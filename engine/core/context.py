@@ -15,6 +15,7 @@ class Context:
         self.tape = None        # the ti.ad.Tape recording launches (engine/runtime/tape.py)
         self.capture = None     # the Recording of a function ti.capture records (engine/runtime/replay.py)
         self.forward = None     # the ti.ad.FwdMode computing tangents (engine/runtime/ad.py)
+        self.no_grad_depth = 0  # > 0 inside a call of a ti.ad.no_grad Python function
         # the Watch of wrapped functions' calls recording or awaiting their backward pass
         # (engine/runtime/pending.py): sees every launch and write from Python first
         self.watch = None

@@ -43,14 +43,11 @@ def no_grad(fn):
 
     @functools.wraps(fn)
     def without_gradient(*args, **kwargs):
-        recorder = ctx.tape
-        if recorder is None:
-            return fn(*args, **kwargs)
-        recorder.no_grad_depth += 1
+        ctx.no_grad_depth += 1
         try:
             return fn(*args, **kwargs)
         finally:
-            recorder.no_grad_depth -= 1
+            ctx.no_grad_depth -= 1
     return without_gradient
 
 
@@ -67,7 +64,7 @@ class _CustomGradient:
             raise replay.CaptureError(f'{ctx.capture.name}: the grad_replaced function '
                                       f'{self.fn.__name__} cannot be captured (its gradient is Python)')
         recorder = ctx.tape
-        if recorder is None or recorder.no_grad_depth:     # inside no_grad: no gradient to replace
+        if recorder is None or ctx.no_grad_depth:     # inside no_grad: no gradient to replace
             return self.fn(*args, **kwargs)
         recorder.record_custom(functools.partial(self._grad, **kwargs), args, self.fn.__name__,
                                functools.partial(self.fn, **kwargs))

@@ -18,7 +18,7 @@ from ..language.abi import (ArgSpec, ExternalArray, NdarrayType, adopt_arrays, a
 from ..autodiff.rules import READ
 from ..core.context import ctx
 from ..core.errors import USER_ERRORS, SourceLocation, TaichiTypeError, user_frames_only
-from ..language.fields import Field, Ndarray
+from ..language.fields import Field, Ndarray, zero_tangent
 from ..language.frontend import FunctionSource, Template
 from ..core.program import current as current_program
 
@@ -79,7 +79,10 @@ class Kernel:
             compiled = self.compiled(args)
             if ctx.watch is not None:       # wrapped functions' calls (engine/runtime/pending.py)
                 ctx.watch.before_launch(compiled, args)
-            launched = compiled if ctx.forward is None else pipeline.tangents_of(compiled)
+            # a no_grad launch in forward mode runs without tangents, and its results are
+            # constants (tangent 0), as they are to a tape: both modes differentiate one function
+            constant = ctx.forward is not None and (self.no_grad or ctx.no_grad_depth > 0)
+            launched = compiled if ctx.forward is None or constant else pipeline.tangents_of(compiled)
             recorder = ctx.tape
             differentiating = recorder is not None or ctx.forward is not None
             if differentiating:     # return values of earlier launches as arguments; forward mode's param
@@ -92,6 +95,8 @@ class Kernel:
                 result = launched.launch(args)
             if args is not given:
                 mark_written(compiled, args)
+            if constant:
+                zero_written_tangents(compiled, args)
             if recorder is not None:
                 recorder.record(self, args, compiled, launched)
             if ctx.capture is not None:
@@ -241,6 +246,14 @@ def _conversion(value, dtype):
     if isinstance(value, ExternalArray):
         return f'.to(torch.{np.dtype(dtype.np).name})'
     return f'.astype(np.{np.dtype(dtype.np).name})'
+
+
+def zero_written_tangents(compiled, args):
+    """The tangents of what a launch wrote become 0 (a no_grad launch in forward mode)."""
+    for obj, kind, box, _ in compiled.access_summary().accesses:
+        if kind != READ:
+            owner = obj if isinstance(obj, Field) else args[obj.index]
+            zero_tangent(owner, box.index(args, tuple(owner.shape)))
 
 
 def mark_written(compiled, args):

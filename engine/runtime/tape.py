@@ -53,12 +53,11 @@ class Tape:
         self.native = replay.LaunchList()   # every recorded kernel launch, in order
         self.units = []      # (kernel launches recorded before it, Unit) for the other units
         self.suspended = 0
-        self.no_grad_depth = 0    # > 0 inside a call of a ti.ad.no_grad Python function
         self.snapshot = None
 
     def skips(self, kernel):
         """Whether a launch of `kernel` stays out of the backward pass (ti.ad.no_grad)."""
-        return kernel.no_grad or self.no_grad_depth > 0
+        return kernel.no_grad or ctx.no_grad_depth > 0
 
     def check(self, kernel, compiled, args):
         """Before a launch: the global data access rules (engine/autodiff/rules.py). Saves what the
@@ -213,7 +212,7 @@ class Tape:
         so), and at every call when the tape checks every launch."""
         if self.suspended:
             return True
-        if self.no_grad_depth:
+        if ctx.no_grad_depth:
             return False        # its launches run one by one, each as a no_grad launch
         if self.checker is not None:
             if self.check_every_launch or not recording.checked:
