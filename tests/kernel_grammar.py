@@ -21,9 +21,32 @@ What the programs are made of:
   `x[i - 1] if i > 0 else 0.5`), ti.select, short-circuit `and` / `or` guarding a read,
   and functions that are singular off the path taken (sqrt / log of a negative number,
   1 / 0) behind a select or a branch: an untaken path must never make a gradient NaN;
-- `@ti.func`s with early returns inside `if`, called from the kernels;
+- `@ti.func`s with early returns inside `if`, called from the kernels, also on carried locals
+  whose value they update (`v = 0.5 * v + 0.5 * ti.tanh(f0(v, w))`, `v, w = ti.tanh(f0(w, v)), v`),
+  with run-time vector components as arguments;
+- locals read before `break` / `continue` and used after it (`rb = x[i]; if rb > 0.5: continue;
+  v += rb * ...`), in serial inner loops and (`continue`) in the top-level parallel loops,
+  whose last program may skip the rest of an iteration; serial loops of 16-24 trips (constant
+  or run-time, `range(cnt[i] + 16)`) with that pattern: LLVM vectorizes loops in chunks of 8
+  and 16, which loops of N = 3 never reach;
+- top-level loops over the field xw of NW entries (NW in WIDE_SIZES, mostly >= 17): `range(nw)`,
+  struct-for, serialized, run-time `range(m + nw - 2)`, writing rows of yw (the loss reads
+  them; xw's gradient is checked by the dot-product test of test_autodiff_properties.py);
+- a carried int local kc in [0, 3] changed on data or in loop bodies (`kc = (kc + 1) % 4`)
+  and the counters of finished `while` loops, used as trip counts (`for k2 in range(kc):`,
+  also inside the loop that changes kc) and as run-time indices;
+- `while` loops bounded by a counter (`it < 4`, `it < kc + 1`) whose conditions read fields at
+  the counter, carried locals, matrices and run-time components
+  (`while it < 4 and (v < x[(i + it) % n] + 0.5):`, `... and (ti.Vector([v, X[it % n, i], p])[it % 3] > 0.5)`);
+- run-time components of local vectors and matrices in expressions and conditions
+  (`if ti.Vector([a, a * 2.0, b])[kc % 3] > 0.1:`, `M[kc % 2, 1]`, `u[it % 2]`);
+- ti.pow and ** (`ti.pow(ti.tanh(v), 3)`, `ti.tanh(v) ** 2`, `ti.pow(ti.tanh(v) ** 2 + 0.5, 2.5)`,
+  `v = ti.tanh(v ** 3 + w)`) on carried locals, also in loops of run-time trip counts and on
+  matrix entries; bounded by tanh or positive bases;
+- the 2x2 matrix M updated in branches: a component store (also at a run-time row) in the
+  `if`, a whole-matrix update in the `else`; M read in `while` conditions;
 - several top-level loops per kernel (1-D `range`, struct-for over a field, 2-D ndrange
-  and struct-for over X, serialized loops) whose accesses are transposed or shifted
+  and struct-for over X (`for i, j in X:`, with all of the above), serialized loops) whose accesses are transposed or shifted
   (X[i, j] and X[j, i], x[(i + 1) % n]), scatters into other iterations' elements, and
   intermediate rows h[c, :] written by one loop and read, shifted, by later loops;
 - overwrites with a well-defined answer: a plain store to an output after accumulations
@@ -56,7 +79,13 @@ from hypothesis import strategies as st
 # the untaken side), overwrite (stores over stores / accumulations, chains of kernels),
 # atomic_old, reduction (forward-only kernel), bump (0-D read, then accumulated), hessian,
 # ifexp (conditional expressions, short-circuit guards), carried (swaps, tuples, temporaries),
-# vectors, two_d (2-D parallel loops), kernel_scope, funcs.
+# vectors, two_d (2-D parallel loops), kernel_scope, funcs; and skip_read (a local read before
+# `break` / `continue` and used after it, `continue` in top-level loops), wide (top-level loops
+# over the NW-entry field xw, serial loops of 16-24 trips), while_fields (`while` conditions on
+# fields, carried locals, matrices, vectors indexed by the counter), int_trips (carried int
+# locals and while counters as trip counts), runtime_index (run-time components of local
+# vectors and matrices), pow (ti.pow / ** on carried locals), func_carried (ti.func calls that
+# update carried locals), matrix_branch (2x2 matrices updated in if / else).
 EXCLUDE = frozenset(filter(None, os.environ.get('AUTODIFF_GRAMMAR_EXCLUDE', '').split(',')))
 
 
@@ -86,6 +115,21 @@ GUARDED = ['ti.Vector([{g} - {g}, 0.0]).norm()',
            'ti.select({g} > 0.3, ti.Vector([{g}, 0.0]), ti.Vector([0.0, 0.0])).norm()',
            'ti.select({g} > 0.1, {g} ** 0.5, 0.0)']
 MUTABLE = ('v', 'w', 'p', 'q')
+# ti.pow and ** of bounded arguments (tanh, positive bases): finite differences stay valid
+POW = ['ti.pow(ti.tanh({0}), 3)', 'ti.tanh({0}) ** 2', 'ti.pow(0.75 + 0.5 * ti.tanh({0}), 2.5)',
+       '(0.5 * ti.tanh({0})) ** 3', 'ti.pow(ti.tanh({0}) ** 2 + 0.5, 1.5)']
+# ... and on carried locals themselves, in place ({0} the local, {1} another one)
+POW_UPDATES = ['{0} = ti.tanh(ti.pow({0}, 3))', '{0} = ti.tanh({0} ** 2) - 0.5 * {0}',
+               '{0} = ti.pow(ti.tanh({0}) ** 2 + 0.5, 2.5) - 1.0', '{0} *= ti.pow(0.75 + 0.2 * ti.tanh({1}), 2.5)',
+               '{0} = ti.tanh({0} ** 3 + {1})', '{0} = 0.5 * ti.tanh({0}) ** 2 + 0.3 * ti.tanh({1})',
+               '{0} += 0.2 * ti.pow(ti.tanh({1}), 3)', '{0} = ti.tanh({0} ** 2 + 0.5 * {0} ** 3)']
+LONG_TRIPS = ('16', '17', '19', '24')     # LLVM vectorizes loops in chunks of 8 / 16
+WIDE_SIZES = (5, 16, 17, 17, 19, 24, 33)     # entries of xw (NW): the size of the wide top-level loops
+MATRIX_UPDATES = ['M = ti.Matrix([[{0}, {1}], [0.5, {0}]])',
+                  'M = M @ ti.Matrix([[ti.cos({0}), -ti.sin({0})], [ti.sin({0}), ti.cos({0})]])',
+                  'M = M.transpose() + ti.Matrix([[{0}, 0.0], [0.0, {1}]]) * 0.5',
+                  'M += u.outer_product(ti.Vector([{0}, 0.3])) * 0.25',
+                  'M = 0.5 * M + 0.5 * ti.Matrix([[{1}, {0}], [{0}, {1}]])']
 
 
 class Env:
@@ -110,6 +154,10 @@ class Env:
         self.plain = False      # smooth arithmetic only (no guards, selects, vectors, funcs)
         self.names = None       # shared counter for fresh temporaries
         self.kernel_scope = False   # code outside any loop: a `for` here is a top-level loop
+        self.int_mutable = ()   # assignable int locals (carried, in [0, 3]: trip counts too)
+        self.top_jump = False   # directly in a top-level loop: `continue` allowed
+        self.long = False       # in a serial loop of 16-24 trips: no exponential growth (fib)
+        self.wide = False       # the program's loop runs over xw (NW entries)
         self.__dict__.update(kw)
 
     def but(self, **kw):
@@ -144,8 +192,20 @@ def leaf(draw, env):
 def expression(draw, env, depth=2):
     if depth == 0 or draw(st.integers(0, 3)) == 0:
         return draw(leaf(env))
-    kind = draw(st.integers(0, 14 if env.plain else 19))
+    kind = draw(st.integers(0, 14 if env.plain else 21))
     sub = expression(env, depth - 1)
+    if kind == 20:      # a run-time component of a local vector (or of u, M)
+        ints = env.ints + env.int_mutable
+        if ints and _on('runtime_index'):
+            k = _pick(draw, ints)
+            if env.vectors and draw(st.booleans()):
+                return _pick(draw, [f'u[{k} % 2]', f'M[{k} % 2, 1]', f'M[({k} + 1) % 2, {k} % 2]'])
+            return f'ti.Vector([{draw(sub)}, {draw(sub)} * 2.0, {draw(sub)}])[{k} % 3]'
+        kind = 0
+    if kind == 21:
+        if _on('pow'):
+            return _pick(draw, POW).format(draw(sub))
+        kind = 0
     if kind < 8:
         return _pick(draw, UNARY).format(draw(sub))
     if kind < 15 or kind >= 17 and not _on('zero_norm') or kind in (15, 16) and not _on('ifexp'):
@@ -171,8 +231,22 @@ def expression(draw, env, depth=2):
 
 @st.composite
 def condition(draw, env):
-    kind = draw(st.integers(0, 6))
+    kind = draw(st.integers(0, 8))
     if kind == 4 and not _on('ifexp'):
+        kind = 0
+    ints = env.ints + env.int_mutable
+    if kind == 7 and ints and _on('runtime_index'):     # `ti.Vector([a, a * 2, b])[w % 3] > 0.1`
+        k = _pick(draw, ints)
+        a = draw(expression(env, 1))
+        return (f'ti.Vector([{a}, {a} * 2.0, {draw(expression(env, 1))}])[{k} % 3] '
+                f'{_pick(draw, [">", "<"])} {_pick(draw, THRESHOLDS)}')
+    if kind == 8 and env.vectors and _on('matrix_branch'):
+        forms = ['M[0, 1] > {t}', 'M.determinant() > {t}', 'u[1] < {t}', '(M @ u)[0] > {t}']
+        if ints and _on('runtime_index'):
+            k = _pick(draw, ints)
+            forms += [f'M[{k} % 2, 0] < {{t}}', f'u[{k} % 2] > {{t}}', f'M[1, ({k} + 1) % 2] > {{t}}']
+        return _pick(draw, forms).format(t=_pick(draw, THRESHOLDS))
+    if kind >= 7:
         kind = 0
     if kind <= 2 or not env.ints:
         op = _pick(draw, ['>', '<'])
@@ -211,13 +285,29 @@ def statements(draw, env, indent):
         kinds = ['assign', 'assign', 'add', 'scale'] + (['tuple'] if _on('carried') else []) + \
             (['ifexp'] if _on('ifexp') else [])
         if len(env.mutable) >= 2 and _on('carried'):
-            kinds += ['swap', 'fib', 'fib', 'temp']
+            kinds += ['swap'] + ([] if env.long else ['fib', 'fib', 'temp'])
         if env.depth:
             kinds += ['if', 'loop', 'loop', 'while']
+            if _on('while_fields'):
+                kinds += ['while']
+            if _on('wide') and not env.in_func and not env.kernel_scope:
+                kinds += ['long']
         if env.in_loop:
             kinds += ['break', 'continue']
+        if env.top_jump and not env.in_loop and _on('skip_read'):
+            kinds += ['continue']
+        if (env.in_loop or env.top_jump) and _on('skip_read'):
+            kinds += ['skip', 'skip']
         if env.vectors:
             kinds += ['vector', 'matrix', 'from_vector']
+            if env.depth and _on('matrix_branch'):
+                kinds += ['matrix_if', 'matrix_if']
+        if env.int_mutable and _on('int_trips'):
+            kinds += ['int_update']
+        if _on('pow') and env.mutable:
+            kinds += ['pow', 'pow']
+        if env.funcs and _on('func_carried'):
+            kinds += ['call', 'call']
         if env.out is not None:
             kinds += ['out', 'out']
         if env.in_func and not env.in_loop and _on('early_return'):
@@ -259,25 +349,79 @@ def statements(draw, env, indent):
             lines.append(f'{pad}    {kind}')
         elif kind == 'loop':
             lines += draw(_loop(env, indent))
-        elif kind == 'while':   # at most 3 trips, fewer if the condition on the data fails first
+        elif kind == 'while':   # at most 4 trips, fewer if the condition on the data fails first
             c = env.fresh('it')
             lines.append(f'{pad}{c} = 0')
-            lines.append(f'{pad}while {c} < {draw(st.integers(1, 3))} and ({draw(condition(env))}):')
+            lines.append(f'{pad}while {c} < {draw(while_bound(env))} and ({draw(while_condition(env, c))}):')
             lines.append(f'{pad}    {c} += 1')
-            lines += draw(statements(env.but(depth=env.depth - 1, in_loop=True), indent + 4))
+            lines += draw(statements(env.but(depth=env.depth - 1, in_loop=True, top_jump=False,
+                                             ints=env.ints + (c,)), indent + 4))
+            if _on('int_trips'):    # the counter (0..4) is a trip count and an index from here on
+                env = env.but(ints=env.ints + (c,), trips=env.trips + (c,))
+        elif kind == 'skip':    # a local read before `break` / `continue`, used after it
+            r = env.fresh('rb')
+            jump = _pick(draw, ['break', 'continue']) if env.in_loop else 'continue'
+            lines.append(f'{pad}{r} = {_pick(draw, env.reads) if env.reads and draw(st.booleans()) else e(1)}')
+            with_r = env.but(scalars=env.scalars + (r,))
+            lines.append(f'{pad}if {draw(_jump_condition(with_r, r))}:')
+            lines.append(f'{pad}    {jump}')
+            if env.out is not None and draw(st.booleans()):
+                op = '=' if env.stores and _on('overwrite') and draw(st.booleans()) else '+='
+                lines.append(f'{pad}{env.out} {op} {r} * {_pick(draw, CONSTANTS[:6])}')
+            else:
+                lines.append(f'{pad}{t} {_pick(draw, ["=", "+="])} {r} * {draw(expression(with_r, 1))}')
+            env = with_r
+        elif kind == 'long':    # a serial loop of 16-24 trips: read, jump on it, use it
+            lines += draw(_long_loop(env, indent))
+        elif kind == 'int_update':
+            k = _pick(draw, env.int_mutable)
+            ints = [a for a in env.ints if a != k]
+            update = _pick(draw, [f'({k} + 1) % 4', f'3 - {k}', f'ti.min({k} + 1, 3)', f'ti.max({k} - 1, 0)'] +
+                           ([f'({k} + {_pick(draw, ints)}) % 4'] if ints else []))
+            if draw(st.booleans()):
+                lines.append(f'{pad}{k} = {update}')
+            else:       # changed on data
+                lines.append(f'{pad}if {draw(condition(env))}:')
+                lines.append(f'{pad}    {k} = {update}')
+        elif kind == 'pow':     # pow on a carried local (bounded: tanh, positive bases)
+            if env.vectors and draw(st.integers(0, 3)) == 0:
+                r, c = draw(st.integers(0, 1)), draw(st.integers(0, 1))
+                lines.append(pad + _pick(draw, [f'M[{r}, {c}] = ti.tanh(ti.pow(M[{r}, {c}], 3))',
+                                                f'M = M * ti.pow(0.8 + 0.1 * ti.tanh(M[{r}, {c}]), 2.5)',
+                                                f'u[{r}] = ti.tanh(u[{r}] ** 2 + {t})']))
+            else:
+                lines.append(pad + _pick(draw, POW_UPDATES).format(t, _pick(draw, env.scalars)))
+        elif kind == 'call':    # a ti.func of carried locals updates them
+            f = _pick(draw, env.funcs)
+            s2 = _pick(draw, env.scalars)
+            ints = env.ints + env.int_mutable
+            arg = (f'ti.Vector([{t}, {s2}, {e(1)}])[{_pick(draw, ints)} % 3]'
+                   if ints and _on('runtime_index') and draw(st.integers(0, 2)) == 0 else s2)
+            lines.append(pad + _pick(draw, [
+                f'{t} = 0.5 * {t} + 0.5 * ti.tanh({f}({t}, {arg}))', f'{t} = ti.tanh({f}({t}, {arg}))',
+                f'{t} += 0.3 * ti.tanh({f}({arg}, {t}))', f'{t} = {f}({arg}, {t}) * 0.5']))
+            if len(env.mutable) >= 2 and draw(st.booleans()):
+                r = _pick(draw, [m for m in env.mutable if m != t])
+                lines.append(f'{pad}{t}, {r} = ti.tanh({f}({r}, {t})), {t}')
+        elif kind == 'matrix_if':   # M updated in a branch: component stores / whole-matrix updates
+            inner = env.but(depth=env.depth - 1)
+            ints = env.ints + env.int_mutable
+            row = f'{_pick(draw, ints)} % 2' if ints and _on('runtime_index') and draw(st.integers(0, 2)) else \
+                str(draw(st.integers(0, 1)))
+            lines.append(f'{pad}if {draw(condition(env))}:')
+            lines.append(f'{pad}    M[{row}, {draw(st.integers(0, 1))}] = {e(1)}')
+            if draw(st.booleans()):
+                lines += draw(statements(inner, indent + 4))
+            lines.append(f'{pad}else:')
+            lines.append(pad + '    ' + _pick(draw, MATRIX_UPDATES).format(e(1), e(1), draw(st.integers(0, 1))))
         elif kind == 'vector':
             lines.append(pad + _pick(draw, [
                 'u = ti.Vector([{0}, {1}])', 'u = M @ u * 0.5', 'u = M.transpose() @ u * 0.5',
                 'u += ti.Vector([{0}, {1}]) * 0.5', 'u[{2}] = {0}', 'u = u * ti.tanh({0})',
                 'u, M = M @ u * 0.5, M.transpose()']).format(e(1), e(1), draw(st.integers(0, 1))))
         elif kind == 'matrix':
-            lines.append(pad + _pick(draw, [
-                'M = ti.Matrix([[{0}, {1}], [0.5, {0}]])',
-                'M = M @ ti.Matrix([[ti.cos({0}), -ti.sin({0})], [ti.sin({0}), ti.cos({0})]])',
-                'M = M.transpose() + ti.Matrix([[{0}, 0.0], [0.0, {1}]]) * 0.5',
-                'M[{2}, 1] = {0}', 'M += u.outer_product(ti.Vector([{0}, 0.3])) * 0.25',
-                'M = 0.5 * M + 0.5 * ti.Matrix([[{1}, {0}], [{0}, {1}]])']).format(
-                    e(1), e(1), draw(st.integers(0, 1))))
+            lines.append(pad + _pick(draw, MATRIX_UPDATES + ['M[{2}, 1] = {0}']).format(
+                e(1), e(1), draw(st.integers(0, 1))))
         elif kind == 'from_vector':
             lines.append(f'{pad}{t} {_pick(draw, ["=", "+="])} ' + _pick(draw, [
                 'u.dot(ti.Vector([{0}, 1.0]))', '(M @ u).norm()', 'u.norm() + {0}',
@@ -302,7 +446,8 @@ def _loop(draw, env, indent):
     pad = ' ' * indent
     d = env.loop_depth + 1
     k = f'k{d}'
-    trip = _pick(draw, env.trips)
+    carried = [t for t in env.trips if t in env.int_mutable or t.startswith('it')]
+    trip = _pick(draw, carried if carried and draw(st.integers(0, 2)) == 0 else env.trips)
     form = draw(st.integers(0, 4 if env.in_func else 5))
     static = form == 5
     if form <= 2:
@@ -316,10 +461,78 @@ def _loop(draw, env, indent):
     # at kernel scope a `for` (also inside a ti.static loop) is a top-level, parallel loop
     config = [f'{pad}ti.loop_config(serialize=True)'] if env.kernel_scope and not static else []
     inner = env.but(depth=env.depth - 1, loop_depth=d, in_loop=not static, kernel_scope=env.kernel_scope and static,
+                    top_jump=False,
                     reads=env.reads + tuple(_loop_reads(env, k)) if not env.in_func else env.reads,
                     ints=env.ints + (k,),
                     trips=env.trips + ((f'cnt[{k} % n]',) if not env.in_func else ()))
     return config + [f'{pad}{header}'] + draw(statements(inner, indent + 4))
+
+
+@st.composite
+def _long_loop(draw, env, indent):
+    """A serial loop of 16-24 trips (LLVM vectorizes in chunks of 8 / 16) whose body reads a
+    local, jumps on it and uses it after the jump; carried locals contract (no blow-up)."""
+    pad = ' ' * indent
+    d = env.loop_depth + 1
+    k = f'k{d}'
+    trip = _pick(draw, LONG_TRIPS + ((f'cnt[{env.index}] + 16',) if env.index is not None else ()) +
+                 ((f'{env.int_mutable[0]} + 16',) if env.int_mutable and _on('int_trips') else ()))
+    reads = [f'xw[{k} % nw]', f'xw[({k} * 3 + 1) % nw]'] + _loop_reads(env, k)
+    inner = env.but(depth=0, loop_depth=d, in_loop=True, top_jump=False, long=True, reads=env.reads + tuple(reads),
+                    ints=env.ints + (k,))
+    r = env.fresh('rb')
+    with_r = inner.but(scalars=inner.scalars + (r,))
+    t = _pick(draw, env.mutable)
+    lines = [f'{pad}for {k} in range({trip}):',
+             f'{pad}    {r} = {_pick(draw, reads) if draw(st.booleans()) else draw(expression(inner, 1))}',
+             f'{pad}    if {draw(_jump_condition(with_r, r))}:',
+             f'{pad}        {_pick(draw, ["continue", "continue", "break"])}',
+             f'{pad}    {t} = 0.8 * {t} + 0.2 * ti.tanh({r} + {draw(expression(with_r, 1))})']
+    if draw(st.booleans()):
+        lines += draw(statements(with_r, indent + 4))
+    return lines
+
+
+@st.composite
+def _jump_condition(draw, env, r):
+    """The condition of a `break` / `continue` after the local r was read: on r, mostly."""
+    if draw(st.integers(0, 2)) == 0:
+        return draw(condition(env))
+    return f'{r} {_pick(draw, [">", "<"])} {_pick(draw, THRESHOLDS)}'
+
+
+@st.composite
+def while_bound(draw, env):
+    bounds = ['1', '2', '3', '4']
+    if env.int_mutable and _on('int_trips'):
+        bounds += [f'{k} + 1' for k in env.int_mutable]
+    return _pick(draw, bounds)
+
+
+@st.composite
+def while_condition(draw, env, c):
+    """The data part of a while condition: on fields (indexed by the counter c), carried
+    locals, matrices and run-time components (the counter bounds the loop)."""
+    if not _on('while_fields') or draw(st.integers(0, 2)) == 0:
+        return draw(condition(env))
+    i = env.index
+    reads = [f'x[({i} + {c}) % n]', f'X[{i}, {c} % n]', f'X[{c} % n, {i}]'] if i is not None else \
+        [f'x[{c} % n]', f'X[{c} % n, 1]']
+    if env.wide:
+        reads.append(f'xw[(i + {c}) % nw]')
+    reads += list(env.reads[:4])
+    local = _pick(draw, [a for a in env.scalars if a != 'sc'] or ['0.5'])
+    read = _pick(draw, reads)
+    thr = _pick(draw, THRESHOLDS)
+    forms = [f'{local} < {read} + {thr}', f'{read} > {thr} or {local} > {thr}', f'{local} * {read} < {thr}',
+             f'{local} < {draw(expression(env, 1))} and {read} > {thr}']
+    if _on('runtime_index'):
+        forms.append(f'ti.Vector([{local}, {read}, {_pick(draw, env.scalars or ("0.5",))}])[{c} % 3] > {thr}')
+    if env.vectors and draw(st.booleans()):
+        forms = [f'M[{c} % 2, 0] < {thr} + 1.0' if _on('runtime_index') else f'M[0, 0] < {thr} + 1.0',
+                 f'M.determinant() > {thr} - 1.0', f'(M @ u).norm() < 2.0 + {local} * 0.1',
+                 f'M[0, 1] * {read} < {thr} and {local} > -1.5']
+    return _pick(draw, forms)
 
 
 # ---------------------------------------------------------------------------------------
@@ -362,39 +575,53 @@ def _combination(names, vectors):
 
 
 @st.composite
-def program(draw, c, loop, earlier_h, funcs, names, reads_z=False):
-    """One program inside a top-level loop of the main kernel: computes row c of y."""
+def program(draw, c, loop, earlier_h, funcs, names, reads_z=False, top_jump=False):
+    """One program inside a top-level loop of the main kernel: computes row c of y (of yw in
+    a loop over xw, loop 'wide'). top_jump: it may `continue` the top-level loop (it is the
+    last program of its loop)."""
     two_d = loop in ('ndrange', 'struct2')
-    i, j = 'i', ('j' if two_d else None)
+    wide = loop == 'wide'
+    i, j = ('(i % n)' if wide else 'i'), ('j' if two_d else None)
     reads = _index_reads(i, j) + [f'h[{r}, {i}]' for r in earlier_h] + \
         [f'h[{r}, ({i} + 1) % n]' for r in earlier_h]
-    ints = ('i', 'cnt[i]', 'ca[i]', 'm') + (('j',) if two_d else ())
-    trips = ('1', '2', '3', 'cnt[i]', 'ca[i]', 'm', 'cnt[(i + 1) % n]') + (('cnt[j]',) if two_d else ())
-    if two_d:
+    if wide:        # i runs over xw (NW entries), x and X are read at i % n
+        reads = ['xw[i]', 'xw[(i + 1) % nw]', 'xw[nw - 1 - i]'] + reads
+    ints = ('i', f'cnt[{i}]', f'ca[{i}]', 'm') + (('j',) if two_d else ())
+    trips = ('1', '2', '3', f'cnt[{i}]', f'ca[{i}]', 'm', f'cnt[({i} + 1) % n]') + (('cnt[j]',) if two_d else ())
+    if wide:
+        out, stores = f'yw[{c}, i]', True
+    elif two_d:
         out, stores = _pick(draw, [f'y[{c}, i]', f'y[{c}, j]', f'y[{c}, (i + j) % n]']), False
     elif draw(st.integers(0, 3)) == 0:
         out, stores = _pick(draw, [f'y[{c}, i // 2]', f'y[{c}, 0]', f'y[{c}, (i * 2) % n]']), False
     else:
         out, stores = _pick(draw, [f'y[{c}, i]', f'y[{c}, i]', f'y[{c}, (i + 1) % n]', f'y[{c}, n - 1 - i]']), True
     vectors = draw(st.integers(0, 2)) == 0 and _on('vectors')
+    int_mutable = ('kc',) if _on('int_trips') else ()
     env = Env(scalars=('a', 'b') + MUTABLE + ('sc',), mutable=MUTABLE, vectors=vectors, reads=tuple(reads),
-              ints=ints, trips=trips, index=i, out=out, stores=stores, funcs=funcs, names=names, ndarray=True)
+              ints=ints, trips=trips + int_mutable, index=i, out=out, stores=stores, funcs=funcs, names=names,
+              ndarray=True, int_mutable=int_mutable, top_jump=top_jump, wide=wide)
     start = Env(scalars=('a', 'b'), reads=tuple(reads), ints=ints, index=i, names=names)
-    lines = [f'# program y[{c}]',
+    lines = [f'# program {"yw" if wide else "y"}[{c}]',
              f'a = {_pick(draw, reads[:5])}',
              f'b = {"z[None] * a" if reads_z else _pick(draw, reads)}']
     for t in MUTABLE:
         lines.append(f'{t} = {draw(expression(start, 1))}')
+    if int_mutable:     # a carried int local in [0, 3]: trip count, index, changed on data
+        lines.append(f'kc = {_pick(draw, trips[3:])}')
     if vectors:
         lines.append(f'u = ti.Vector([{draw(expression(start, 1))}, b])')
         lines.append(f'M = ti.Matrix([[a, {draw(expression(start, 1))}], [0.5, b]])')
     if funcs and draw(st.integers(0, 2)) == 0:
         call = f'{_pick(draw, funcs)}({draw(expression(start, 1))}, {_pick(draw, MUTABLE)})'
         lines.append(f'{_pick(draw, MUTABLE)} = {call}')
+    if top_jump and draw(st.booleans()):    # `a = x[i]; if ...: continue; ... y[i] = ... a`
+        lines += [f'if {draw(_jump_condition(env, "a"))}:', '    continue']
     lines += [s.strip('\n') for s in draw(statements(env, 0))]
     op = '=' if stores and _on('overwrite') and draw(st.booleans()) else '+='
-    lines.append(f'{out} {op} {draw(expression(env))} + {_combination(MUTABLE, vectors)}')
-    exports = not two_d and draw(st.integers(0, 2)) == 0
+    lines.append(f'{out} {op} {draw(expression(env))} + {_combination(MUTABLE, vectors)}' +
+                 (' + 0.15 * a' if top_jump else ''))
+    exports = not two_d and not wide and draw(st.integers(0, 2)) == 0
     if exports:
         lines.append(f'h[{c}, i] = {_pick(draw, MUTABLE)}')
     return lines, exports
@@ -410,18 +637,37 @@ def main_kernel(draw, first_row, programs, funcs, names, reads_z=False):
         sizes[draw(st.integers(0, loops - 1))] += 1
     lines = ['    @ti.kernel',
              '    def main(xa: ti.types.ndarray(), ca: ti.types.ndarray(), m: ti.i32, sc: ti.f64):']
-    row, exported, overwritten = first_row, [], []
-    for size in sizes:
-        loop = _pick(draw, ['range', 'range', 'struct', 'serial'] +
-                     (['ndrange', 'struct2'] if _on('two_d') else []))
-        header = {'range': 'for i in range(n):', 'struct': 'for i in x:', 'serial': 'for i in range(n):',
-                  'ndrange': 'for i, j in ti.ndrange(n, n):', 'struct2': 'for i, j in X:'}[loop]
-        if loop == 'serial':
+    row, exported, overwritten, w_rows = first_row, [], [], 0
+    kinds = [_pick(draw, ['range', 'range', 'struct', 'serial'] + (['ndrange', 'struct2', 'struct2'] if _on('two_d') else []))
+             for _ in sizes]
+    if _on('wide'):     # 0-2 loops over xw (NW entries, often >= 17), each of 1-2 programs (rows of yw)
+        for _ in range(draw(st.integers(0, 2))):
+            at = draw(st.integers(0, len(kinds)))
+            kinds.insert(at, 'wide')
+            sizes.insert(at, draw(st.integers(1, 2)))
+    for loop, size in zip(kinds, sizes):
+        if loop == 'wide':
+            loop_kind = _pick(draw, ['range', 'struct', 'serial', 'runtime'])
+            header = {'range': 'for i in range(nw):', 'struct': 'for i in xw:', 'serial': 'for i in range(nw):',
+                      'runtime': 'for i in range(m + nw - 2):'}[loop_kind]
+        else:
+            loop_kind = loop
+            header = {'range': 'for i in range(n):', 'struct': 'for i in x:', 'serial': 'for i in range(n):',
+                      'ndrange': 'for i, j in ti.ndrange(n, n):', 'struct2': 'for i, j in X:'}[loop]
+        if loop_kind == 'serial':
             lines.append('        ti.loop_config(serialize=True)')
         lines.append(f'        {header}')
         new_exports = []
-        for _ in range(size):
-            body, exports = draw(program(row, loop, tuple(exported), funcs, names, reads_z and row == first_row))
+        for k in range(size):
+            # the last program of a loop may `continue` it
+            jump = k == size - 1 and _on('skip_read') and draw(st.booleans())
+            if loop == 'wide':
+                body, _ = draw(program(w_rows, loop, (), funcs, names, top_jump=jump))
+                lines += ['            ' + line if line else '' for line in body]
+                w_rows += 1
+                continue
+            body, exports = draw(program(row, loop, tuple(exported), funcs, names, reads_z and row == first_row,
+                                         top_jump=jump))
             lines += ['            ' + line if line else '' for line in body]
             if exports:
                 new_exports.append(row)
@@ -436,7 +682,7 @@ def main_kernel(draw, first_row, programs, funcs, names, reads_z=False):
         for r in overwritten:
             lines.append(f'            if {draw(condition(env))}:')
             lines.append(f'                y[{r}, i] = {draw(expression(env))}')
-    return lines, row
+    return lines, row, w_rows
 
 
 @st.composite
@@ -446,11 +692,13 @@ def scalar_program(draw, q, funcs, names):
     funcs = ()
     reads = ('x[0]', f'x[{N - 1}]', 'X[0, 1]', 'X[1, 0]', 'xa[1]', 'z[None]')
     mutable = ('sv', 'sw', 'sp', 'sq')    # kernel scope: the loops' v, w, p, q must stay theirs
+    int_mutable = ('skc',) if _on('int_trips') else ()
     env = Env(scalars=mutable + ('sc',), mutable=mutable, reads=reads, ints=('m', 'cnt[0]', 'ca[1]'),
-              trips=('2', 'm', 'cnt[0]', 'ca[1]'), out=f'o[{q}, 0]', stores=True, funcs=funcs, names=names,
-              kernel_scope=True, ndarray=True)
-    start = env.but(scalars=('sc',))
+              trips=('2', 'm', 'cnt[0]', 'ca[1]') + int_mutable, out=f'o[{q}, 0]', stores=True, funcs=funcs,
+              names=names, kernel_scope=True, ndarray=True, int_mutable=int_mutable)
+    start = env.but(scalars=('sc',), int_mutable=())
     lines = [f'# program o[{q}]'] + [f'{t} = {draw(expression(start, 1))}' for t in mutable]
+    lines += [f'{k} = {_pick(draw, ["cnt[1]", "ca[0]", "m"])}' for k in int_mutable]
     lines += draw(statements(env, 0))
     op = '=' if _on('overwrite') else '+='
     lines.append(f'o[{q}, 0] {op} {draw(expression(env))} + {_combination(mutable, False)}')
@@ -461,7 +709,7 @@ def scalar_program(draw, q, funcs, names):
 def loop_program(draw, out, reads, stores, names, ndarray=False):
     """A short program in a `for i in range(n)` loop of a later kernel."""
     env = Env(scalars=('v', 'w'), mutable=('v', 'w'), reads=tuple(reads), ints=('i', 'cnt[i]'), index='i',
-              trips=('2', 'cnt[i]'), out=out, stores=stores, depth=1, names=names, ndarray=ndarray)
+              trips=('2', 'cnt[i]'), out=out, stores=stores, depth=1, names=names, ndarray=ndarray, top_jump=True)
     start = env.but(scalars=())
     lines = [f'v = {draw(expression(start, 1))}', f'w = {draw(expression(start, 1))}']
     lines += draw(statements(env, 0))
@@ -514,8 +762,8 @@ def case_source(draw, hessian=False, programs=(14, 18), small=(3, 5)):
         func_lines += draw(func_source(f)) + ['']
     # Hessian cases read z in the main kernel, then accumulate into it (the tape restores z
     # and its tangent for the backward pass of the main kernel)
-    kernel_lines, y_rows = draw(main_kernel(0, draw(st.integers(*programs)), funcs, names,
-                                            hessian and _on('bump')))
+    kernel_lines, y_rows, w_rows = draw(main_kernel(0, draw(st.integers(*programs)), funcs, names,
+                                                    hessian and _on('bump')))
     o_rows = 0
     # Hessians are forward over reverse: an ndarray's gradient has no tangent to write, so
     # Hessian cases pass the same values in an ndarray without a gradient (XA)
@@ -549,7 +797,10 @@ def case_source(draw, hessian=False, programs=(14, 18), small=(3, 5)):
             '            for c in ti.static(range(Y_ROWS)):',
             f'                loss[None] += ({loss_weights[0]} + 0.1 * c) * ti.tanh(0.3 * y[c, i])',
             '            for q in ti.static(range(O_ROWS)):',
-            f'                loss[None] += {loss_weights[1]} * ti.sin(o[q, i])',
+            f'                loss[None] += {loss_weights[1]} * ti.sin(o[q, i])'] + \
+        (['        for i in range(nw):',
+          '            for c in ti.static(range(W_ROWS)):',
+          f'                loss[None] += ({loss_weights[0]} - 0.2 * c) * ti.tanh(0.3 * yw[c, i])'] if w_rows else []) + [
             '        loss[None] += 0.5 * ti.sin(z[None]) * z[None]', '']
     count += 1
     nd = ['    @ti.kernel', '    def nd_out(xa: ti.types.ndarray(), ya: ti.types.ndarray()):',
@@ -559,7 +810,9 @@ def case_source(draw, hessian=False, programs=(14, 18), small=(3, 5)):
     count += 1
     fwd, f_rows, a_rows = draw(forward_only_kernel(names))
     count += f_rows
+    count += w_rows
     lines += [f'Y_ROWS = {y_rows}', f'O_ROWS = {max(o_rows, 1)}', f'F_ROWS = {f_rows}', f'A_ROWS = {a_rows}',
+              f'W_ROWS = {w_rows}', f'NW = {draw(st.sampled_from(WIDE_SIZES)) if w_rows else 4}',
               f'PROGRAMS = {count}',
               f'COUNTS = {[draw(st.integers(0, 3)) for _ in range(N)]}',
               f'ND_COUNTS = {[draw(st.integers(0, 3)) for _ in range(N)]}',
@@ -568,7 +821,8 @@ def case_source(draw, hessian=False, programs=(14, 18), small=(3, 5)):
               f'HESSIAN = {hessian}', '', '',
               'def build(F):',
               '    x, X, z, y, o, h, yf, acc, loss, cnt, n = (F.x, F.X, F.z, F.y, F.o, F.h, F.yf, F.acc, F.loss,',
-              '                                                F.cnt, F.n)', '']
+              '                                                F.cnt, F.n)',
+              '    xw, yw, nw = F.xw, F.yw, F.nw', '']
     lines += func_lines + kernel_lines + [''] + extra + loss + nd + fwd
     lines += ['    def run(mode):',
               '        """mode: \'value\' launches every kernel; \'reverse\' leaves out the forward-only kernel,',
