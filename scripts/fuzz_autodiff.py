@@ -1,11 +1,14 @@
 """Property-based autodiff fuzzing at scale: generated programs vs finite differences.
 
 Usage: python scripts/fuzz_autodiff.py [--programs 10000] [--threads 1|2] [--keep-going]
-           [--out DIR] [--shrink] [--seed S] [--batch CASES]
+           [--out DIR] [--shrink] [--seed S] [--batch CASES] [--passes rotate|all|none|a,b]
 
 Draws cases with tests/kernel_grammar.py (about 20 programs each) with fresh randomness and
 checks them as tests/test_autodiff_properties.py does (reverse and forward mode vs float64
-finite differences; small cases also with Hessians and against the IR interpreter).
+finite differences, the dot-product test <J v, w> = <v, J^T w> between forward and reverse
+mode; small cases also with Hessians and against the IR interpreter; each case again with
+optional compile passes disabled, --passes: one variant a case in turn by default, see
+pass_variants there).
 Batches run in child processes: with --threads 2 every parallel loop is split across both
 threads (which needs a fresh process), and a crash ends only its batch. A failing case is
 written to --out (default: $TMPDIR/autodiff_fuzz_failures) and can be rerun alone with
@@ -43,6 +46,7 @@ def worker(args):
     s = tp.STATS
     print('STATS ' + json.dumps({'programs': s.programs, 'cases': s.cases, 'entries': s.entries,
                                  'hessian_cases': s.hessian_cases, 'oracle_cases': s.oracle_cases,
+                                 'dot_checks': s.dot_checks, 'pass_variants': sum(s.pass_variants.values()),
                                  'unstable': len(s.unstable), 'large': len(s.large),
                                  'skipped_programs': s.skipped_programs(), 'failure': failure}), flush=True)
 
@@ -57,6 +61,9 @@ def parse_args():
     parser.add_argument('--keep-going', action='store_true', help='go on after a failure')
     parser.add_argument('--shrink', action='store_true', help='let hypothesis shrink a failing case (slow)')
     parser.add_argument('--seed', type=int, default=None, help='seed of the first batch (then +1 each)')
+    parser.add_argument('--passes', default='rotate',
+                        help="optional passes to disable: 'rotate' (one variant a case, default), 'all' "
+                             "(every variant on every case), 'none', or names separated by commas")
     parser.add_argument('--out', default=os.path.join(tempfile.gettempdir(), 'autodiff_fuzz_failures'))
     parser.add_argument('--worker', action='store_true', help=argparse.SUPPRESS)
     return parser.parse_args()
@@ -65,7 +72,7 @@ def parse_args():
 def child_env(args):
     env = dict(os.environ, AUTODIFF_FUZZ_RANDOM='1', AUTODIFF_FUZZ_THREADS=str(args.threads),
                AUTODIFF_FUZZ_EXAMPLES=str(args.batch), AUTODIFF_FUZZ_HESSIAN_EXAMPLES=str(max(1, args.batch // 4)),
-               AUTODIFF_FORCE_SPLIT='1' if args.threads > 1 else '0')
+               AUTODIFF_FORCE_SPLIT='1' if args.threads > 1 else '0', AUTODIFF_PASSES=args.passes)
     if args.shrink:
         env['AUTODIFF_FUZZ_SHRINK'] = '1'
     return env
@@ -94,8 +101,8 @@ def main():
     if cache:
         env['ENGINE_CACHE_DIR'] = cache
     os.makedirs(args.out, exist_ok=True)
-    totals = dict(programs=0, cases=0, entries=0, hessian_cases=0, oracle_cases=0, unstable=0, large=0,
-                  skipped_programs=0)
+    totals = dict(programs=0, cases=0, entries=0, hessian_cases=0, oracle_cases=0, dot_checks=0,
+                  pass_variants=0, unstable=0, large=0, skipped_programs=0)
     failures, batch, start = [], 0, time.perf_counter()
     while totals['programs'] < args.programs:
         # about 19 programs a case: the last batch draws only what is still missing
@@ -121,7 +128,8 @@ def main():
 def report(totals, failures, elapsed, threads):
     print(f'checked {totals["programs"]} generated programs ({totals["cases"]} cases, {totals["entries"]} '
           f'derivative entries, {totals["hessian_cases"]} cases with Hessians, {totals["oracle_cases"]} '
-          f'against a second oracle) in {elapsed:.1f} s on {threads} thread(s); skipped '
+          f'against a second oracle, {totals["dot_checks"]} dot-product tests, {totals["pass_variants"]} runs '
+          f'with passes disabled) in {elapsed:.1f} s on {threads} thread(s); skipped '
           f'{totals["unstable"]} unstable finite-difference entries and {totals["large"]} too-large rows '
           f'({totals["skipped_programs"]} programs); {len(failures)} failure(s)'
           + (': ' + ', '.join(failures) if failures else ''))
