@@ -16,7 +16,7 @@ from .cpu import codegen, jit
 from ..language import printing, structs
 from ..autodiff import rules
 from ..core import dtypes as T
-from ..language.abi import ExternalArray, as_array, call_error, companion, scalar_format
+from ..language.abi import ExternalArray, as_array, call_error, companion, memory_key, scalar_format
 from ..language.fields import Field
 from ..ir.nodes import walk
 from .native_errors import raise_recorded_error
@@ -98,7 +98,7 @@ class CompiledKernel:
         for k, param in self.layout.ndarray_params.items():
             array = as_array(args[k])
             for other_k, other in seen.items():
-                if other is array or other.ctypes.data == array.ctypes.data:
+                if other is array or memory_key(other) == memory_key(array):
                     targets += [p for p in (self.layout.ndarray_params[other_k], param) if p not in targets]
                 elif np.shares_memory(other, array):
                     raise rules.AutodiffRuleError(
@@ -114,9 +114,10 @@ class CompiledKernel:
         tables, shadows = [], {}
         for target in targets:
             array = target._data if isinstance(target, Field) else as_array(args[target.index])
-            if id(array) not in shadows:
-                shadows[id(array)] = (np.zeros(array.size, dtype=np.int32), np.zeros(array.size, dtype=np.int64))
-            tables += shadows[id(array)]
+            key = memory_key(array)
+            if key not in shadows:
+                shadows[key] = (np.zeros(array.size, dtype=np.int32), np.zeros(array.size, dtype=np.int64))
+            tables += shadows[key]
         table = np.array([t.ctypes.data for t in tables], dtype=np.uint64)
         words = self.program.runtime_buffer
         words[RT_SHADOW] = table.ctypes.data

@@ -1,5 +1,6 @@
 """The optional passes: rewrites that only make kernels faster, never change what they
-compute. `ti.init(disable_passes=[...])` turns them off by name, so that each can be shown
+compute (values bit for bit; gradients up to the order in which float terms are added:
+merged reads add one adjoint where there were several). `ti.init(disable_passes=[...])` turns them off by name, so that each can be shown
 harmless on values *and gradients* (tests/test_autodiff_properties.py runs the generated
 programs with each one off and all on), and so that a user who suspects one can check.
 """

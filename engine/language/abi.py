@@ -80,6 +80,12 @@ def as_array(value):
     return value.data if isinstance(value, (Ndarray, ExternalArray)) else value
 
 
+def memory_key(array):
+    """What makes two numpy arrays one array to the rules and the tape: the same memory,
+    shape, strides and type (views of one tensor made at each launch, `a` and `a[:]`)."""
+    return array.__array_interface__['data'][0], array.shape, array.strides, array.dtype.str
+
+
 class ExternalArray:
     """A tensor of another library (PyTorch's, or any DLPack array in CPU memory) passed
     as an ndarray argument: a view of its memory, so that the kernel reads and writes the

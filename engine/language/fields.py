@@ -18,7 +18,7 @@ from . import structs
 from ..core.context import ctx
 from ..core.program import current as current_program
 from ..core import dtypes as T
-from ..core.errors import TaichiRuntimeError, TaichiSyntaxError, user_line
+from ..core.errors import AutodiffError, TaichiRuntimeError, TaichiSyntaxError, user_line
 from .matrix import Matrix
 
 
@@ -292,7 +292,21 @@ class Field:
         self._write(self._key(index), np.asarray(value) if isinstance(value, Matrix) else value)
 
     def copy_from(self, other):
-        self._write(Ellipsis, other.data)
+        """The values of another field of the same shape; on a tape or in forward mode a
+        kernel launch, as in Taichi, so that gradients and tangents flow through the copy."""
+        _copy(self, other, Field)
+
+
+def _copy(dst, src, kind):
+    if not isinstance(src, kind) or src.data.shape != dst.data.shape:
+        what = 'field' if kind is Field else 'ti.ndarray'
+        raise ValueError(f'copy_from: {getattr(dst, "name", "the ndarray")} needs a {what} of its shape and element shape '
+                         f'{dst.data.shape}, got {getattr(src, "data", src).__class__.__name__} of shape '
+                         f'{getattr(getattr(src, "data", None), "shape", "?")}')
+    if (ctx.tape is not None or ctx.forward is not None) and ctx.launch_copy is not None and dst.dtype.is_float:
+        ctx.launch_copy(dst, src, kind is Field)
+    else:
+        dst._write(Ellipsis, src.data)
 
 
 def check_python_index(index, shape, what):
@@ -341,6 +355,8 @@ def _observed_write(owner, array, index, values):
             _forward_write(owner, index)
     if ctx.watch is not None:       # wrapped functions' calls (engine/runtime/pending.py)
         ctx.watch.before_python_write(owner, index)
+    if (ctx.tape is not None or ctx.forward is not None) and ctx.check_written_value is not None:
+        ctx.check_written_value(owner, values)
     return assign() if ctx.tape is None else ctx.tape.python_write(owner, index, assign)
 
 
@@ -350,6 +366,10 @@ def _forward_write(owner, index):
     their seed back: engine/runtime/ad.py); a kept old tangent would be silently wrong."""
     if getattr(owner, 'role', 'primal') == 'dual':
         return          # the user sets tangents
+    if ctx.custom_backward is not None and getattr(owner, 'role', 'primal') == 'grad':
+        raise AutodiffError(f'the grad_for function of {ctx.custom_backward} writes {owner.name} from Python, '
+                            f'which a Hessian-vector product (ti.ad.hvp, hessian) cannot differentiate: the '
+                            f'value written carries no tangent. Write the custom gradient in a kernel')
     hook = getattr(ctx.forward, 'python_write', None)
     if hook is not None:
         hook(owner, index)
@@ -435,8 +455,8 @@ class Ndarray:
         self._write(Ellipsis, array)
 
     def copy_from(self, other):
-        """The values of another ndarray of the same shape."""
-        self.from_numpy(other.data)
+        """The values of another ndarray of the same shape (through the tape: Field.copy_from)."""
+        _copy(self, other, Ndarray)
 
     def to_torch(self, device=None):
         """A new PyTorch tensor of the values (torch is an optional extra)."""

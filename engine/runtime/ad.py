@@ -8,7 +8,7 @@ import functools
 
 import numpy as np
 
-from . import replay
+from . import copies, replay  # noqa: F401  (copies installs ctx.launch_copy)
 from ..core.context import ctx
 from ..core.program import current as current_program
 from ..language.fields import Field, Ndarray, zero_tangent
@@ -63,6 +63,11 @@ class _CustomGradient:
         if ctx.capture is not None:
             raise replay.CaptureError(f'{ctx.capture.name}: the grad_replaced function '
                                       f'{self.fn.__name__} cannot be captured (its gradient is Python)')
+        if ctx.forward is not None and ctx.tape is None:
+            raise AutodiffError(f'ti.ad.FwdMode cannot differentiate the grad_replaced function '
+                                f'{self.fn.__name__}: its gradient is replaced for reverse mode only, so '
+                                f'a tangent of its kernels would disagree with it (JAX refuses jvp of a '
+                                f'custom_vjp function too); differentiate it with ti.ad.Tape')
         recorder = ctx.tape
         if recorder is None or ctx.no_grad_depth:     # inside no_grad: no gradient to replace
             return self.fn(*args, **kwargs)
@@ -82,7 +87,13 @@ class _CustomGradient:
     def _grad(self, *args, **kwargs):
         if self.backward is None:
             raise RuntimeError(f'{self.fn.__name__} is grad_replaced but has no ti.ad.grad_for function')
-        self.backward(*args, **kwargs)
+        if ctx.forward is None:
+            return self.backward(*args, **kwargs)
+        ctx.custom_backward = self.fn.__name__      # forward over reverse: writes are checked
+        try:
+            self.backward(*args, **kwargs)
+        finally:
+            ctx.custom_backward = None
 
 
 def grad_replaced(fn):

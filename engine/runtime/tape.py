@@ -10,6 +10,7 @@ import weakref
 import numpy as np
 
 from . import pipeline, replay, tape_rules
+from .tape_rules import forget_memo
 from ..core.context import ctx
 from ..core.program import current as current_program
 from ..core.errors import USER_ERRORS, AutodiffError, user_frames_only
@@ -264,6 +265,10 @@ class Tape:
 
     def __exit__(self, exc_type, exc, tb):
         ctx.tape = None
+        if exc_type is not None and self.checker is not None:
+            # the memo may hold the steps of this sequence up to the launch that failed (a
+            # rule broken inside it): a later tape must check them again, not follow them
+            forget_memo(current_program())
         if exc_type is None:
             try:
                 self.grad()
@@ -282,6 +287,10 @@ class Tape:
         ctx.tape = self
         try:
             yield self
+        except BaseException:
+            if self.checker is not None:
+                forget_memo(current_program())      # as in __exit__
+            raise
         finally:
             ctx.tape = None
 
@@ -473,6 +482,23 @@ def _refuse_results(kernel, name, value):
                 f'Write it to a 0-D field instead (`s = ti.field(float, shape=(), needs_grad=True)`, '
                 f'`s[None] = ...` in {source}, `s[None]` read in {kernel.name}); or pass float(value) '
                 f'if it is meant as a constant')
+
+
+def check_written_value(owner, value):
+    """A write from Python while a tape records or forward mode runs: a value a kernel
+    returned in it would lose its gradient (tangent) in the field, as in a later launch."""
+    for number in _numbers(value):
+        if isinstance(number, KernelResult) and number.origin.live():
+            mode = 'ti.ad.Tape' if ctx.tape in number.origin.live() else 'ti.ad.FwdMode'
+            raise AutodiffError(
+                f'{getattr(owner, "name", "an ndarray")} is written from Python with {float(number)!r}, a '
+                f'value that kernel {number.origin.kernel}() returned inside this {mode}: its '
+                f'derivative would be lost, as a kernel\'s return value carries none. Write it to the '
+                f'field in {number.origin.kernel}() instead; or write float(value) if it is meant as a '
+                f'constant')
+
+
+ctx.check_written_value = check_written_value
 
 
 def _numbers(value):

@@ -5,6 +5,7 @@ earlier launches on the tape read.
 """
 import numpy as np
 
+from ..language.abi import as_array, memory_key
 from ..language.fields import Field
 from ..core.errors import AutodiffRuleError
 from ..autodiff.rules import READ, STORE, has_grad, target_name
@@ -25,10 +26,11 @@ def plain_target(obj, name='ndarray'):
     """The Target of a field, or of an ndarray (ti.ndarray or numpy array)."""
     if isinstance(obj, Field):
         return field_target(obj)
-    array, grad, dual = getattr(obj, 'data', obj), getattr(obj, 'grad', None), getattr(obj, 'dual', None)
+    # (a numpy array's .data is a new memoryview at every access: as_array, never getattr)
+    array, grad, dual = as_array(obj), getattr(obj, 'grad', None), getattr(obj, 'dual', None)
     element = len(getattr(obj, 'element_shape', ()))
     # the tape saves and puts back the tangents of what it saves, too (forward over reverse)
-    return Target(array, name, getattr(dual, 'data', None), getattr(grad, 'data', grad),
+    return Target(array, name, None if dual is None else as_array(dual), None if grad is None else as_array(grad),
                   array.shape[:array.ndim - element] if element else array.shape)
 
 
@@ -57,6 +59,11 @@ def memo_of(prog):
     return prog.rule_memo[1]
 
 
+def forget_memo(prog):
+    """Every sequence of launches is checked again from now on."""
+    prog.rule_memo = (None, None)
+
+
 class TapeChecker:
     """Per field and ndarray: which elements launches on the tape read and modified. Before
     a write that modifies read elements, names what the tape must save.
@@ -67,7 +74,7 @@ class TapeChecker:
     (a dict lookup per launch) and marks nothing until it diverges from it."""
 
     def __init__(self, memo=None):
-        self.targets = {}       # id(field or array) -> Target
+        self.targets = {}       # id(field) or abi.memory_key(array) -> Target
         self.cut = {}           # float field without a gradient -> (kernel, fields) that wrote it from fields with one
         self.cursor = memo      # the memo's node of the steps so far; None once off the memo
         self.unmarked = []      # steps followed on the memo whose marks are not applied yet
@@ -106,10 +113,15 @@ class TapeChecker:
                 found = self.targets[key] = field_target(obj)
             return found
         value = obj if args is None else args[obj.index]
-        array = getattr(value, 'data', value)
-        found = self.targets.get(id(array))
+        array = as_array(value)
+        key = memory_key(array)
+        found = self.targets.get(key)
         if found is None or found.data is not array:
-            found = self.targets[id(array)] = plain_target(value, getattr(obj, 'name', 'ndarray'))
+            # a new view of the same memory (a tensor's, made at each launch): the marks stay
+            fresh = self.targets[key] = plain_target(value, getattr(obj, 'name', 'ndarray'))
+            if found is not None:
+                fresh.marks, fresh.written, fresh.by_python = found.marks, found.written, found.by_python
+            found = fresh
         return found
 
     def launch(self, summary, args, kernel_name, key):
@@ -194,7 +206,7 @@ class TapeChecker:
         flowing, sources, plain_writes = summary.gradient_flow()
         if self.cut:
             for obj in flowing:
-                cut = self.cut.get(id(self.target(obj, args).data))
+                cut = self.cut.get(_identity(obj, args))
                 if cut is not None:
                     writer, names = cut
                     raise AutodiffRuleError(
@@ -204,7 +216,12 @@ class TapeChecker:
                         f'needs_grad=True (or place {obj.name}.grad); if it is meant as a constant, '
                         f'compute it before the tape or in a ti.ad.no_grad kernel', summary.reads[obj].loc)
         for obj in plain_writes:
-            self.cut[id(self.target(obj, args).data)] = (kernel_name, sources)
+            self.cut[_identity(obj, args)] = (kernel_name, sources)
+
+
+def _identity(obj, args):
+    """A field, or the memory of an ndarray argument (abi.memory_key)."""
+    return id(obj) if isinstance(obj, Field) else memory_key(as_array(args[obj.index]))
 
 
 def _footprint(calls, compiled):
@@ -216,9 +233,9 @@ def _footprint(calls, compiled):
             if isinstance(obj, Field):
                 data, shape = obj._data, obj.shape
             else:
-                data = getattr(args[obj.index], 'data', args[obj.index])
+                data = as_array(args[obj.index])
                 shape = data.shape[:obj.ndim]
-            key = (id(data), kind == READ)
+            key = (id(obj) if isinstance(obj, Field) else memory_key(data), kind == READ)
             if key not in masks:
                 masks[key] = (obj, args, READ if kind == READ else STORE, np.zeros(shape, dtype=bool))
             masks[key][3][box.index(args, shape)] = True
