@@ -628,6 +628,27 @@ def program(draw, c, loop, earlier_h, funcs, names, reads_z=False, top_jump=Fals
 
 
 @st.composite
+def plain_wide_program(draw, c):
+    """A program of arithmetic only (+, -, *, min, max, select: no calls) in a loop over xw,
+    which LLVM vectorizes, with a local read before a `continue` of the loop and stored after
+    it. Its adjoint reads yw.grad in a branch and then zeroes it: LLVM 22 moved that masked
+    load after the masked store (x.grad all zeros for loops of 16 or more iterations)."""
+    # reads at i only: each iteration owns its adjoints (no atomics), so the loop vectorizes
+    a = _pick(draw, ['xw[i]', 'xw[i]', 'xw[i] * 1.5', 'xw[i] - 0.25'])
+    terms = ['a', 'a * a', 'xw[i]', 'ti.max(a, 0.1)', 'ti.min(a, xw[i])', 'ti.select(a > 0.0, a, 0.5 * a)',
+             'a * xw[i]', '0.75']
+    # `a` itself first: the adjoint passes the loaded gradient through unchanged
+    value = ' + '.join(['a'] + [f'{draw(st.sampled_from([-1.0, -0.5, 0.5, 2.0]))} * {_pick(draw, terms)}'
+                                for _ in range(draw(st.sampled_from([0, 0, 1, 2])))])
+    lines = [f'# program yw[{c}] (arithmetic only)', f'a = {a}']
+    if draw(st.integers(0, 5)):
+        cond = _pick(draw, ['i == 3', 'i % 5 == 1', f'a > {_pick(draw, THRESHOLDS)}', f'xw[i] < {_pick(draw, THRESHOLDS)}'])
+        lines += [f'if {cond}:', '    continue']
+    lines.append(f'yw[{c}, i] {_pick(draw, ["=", "="] + (["+="] if _on("overwrite") else []))} {value}')
+    return lines
+
+
+@st.composite
 def main_kernel(draw, first_row, programs, funcs, names, reads_z=False):
     """The main kernel: 2-4 top-level loops holding `programs` programs (rows of y), a
     serial kernel-scope program or none, and a final loop that overwrites some rows."""
@@ -662,7 +683,10 @@ def main_kernel(draw, first_row, programs, funcs, names, reads_z=False):
             # the last program of a loop may `continue` it
             jump = k == size - 1 and _on('skip_read') and draw(st.booleans())
             if loop == 'wide':
-                body, _ = draw(program(w_rows, loop, (), funcs, names, top_jump=jump))
+                if size == 1 and _on('skip_read') and draw(st.booleans()):
+                    body = draw(plain_wide_program(w_rows))
+                else:
+                    body, _ = draw(program(w_rows, loop, (), funcs, names, top_jump=jump))
                 lines += ['            ' + line if line else '' for line in body]
                 w_rows += 1
                 continue
