@@ -16,9 +16,10 @@ interpreter where that ran (pass_variants: each pass alone and all together in t
 variants on each small case and one on every third other case, so that a normal run turns
 each pass off on about three cases).
 
-test_generated_programs checks about 530 programs (21 cases of about 22, and 5 small cases
-whose Hessians are checked too and which are compared with the IR interpreter) in a child process
-in which every parallel loop is split across 2 threads (engine/backend/cpu/threadpool.py sends a loop to
+test_generated_programs checks about 330 programs (13 cases of about 22, and 4 small cases
+whose Hessians are checked too and which are compared with the IR interpreter; the long runs
+are scripts/fuzz_autodiff.py's) in a child process in which every parallel loop is split across
+2 threads, and every other case runs on one thread (whole loops, as LLVM vectorized them) (engine/backend/cpu/threadpool.py sends a loop to
 the pool only above ~10 us of measured work; the child lowers that to 0 before the pool is
 built, which only a fresh process can do). test_parallel_adjoints_do_not_race runs large
 transposed / shifted parallel loops on 2 threads and compares their gradients and tangents
@@ -26,8 +27,8 @@ with the same kernels serialized. scripts/fuzz_autodiff.py runs any number of pr
 with fresh randomness.
 
 Environment switches (all optional):
-  AUTODIFF_FUZZ_EXAMPLES=K    cases to draw (default 21; each holds about 22 programs)
-  AUTODIFF_FUZZ_HESSIAN_EXAMPLES=K  small cases whose Hessians are checked too (default 5)
+  AUTODIFF_FUZZ_EXAMPLES=K    cases to draw (default 13; each holds about 22 programs)
+  AUTODIFF_FUZZ_HESSIAN_EXAMPLES=K  small cases whose Hessians are checked too (default 4)
   AUTODIFF_FUZZ_RANDOM=1      fresh randomness instead of the derandomized normal run
   AUTODIFF_FUZZ_THREADS=1|2   threads of the engine's pool (default 2)
   AUTODIFF_FORCE_SPLIT=1      split every parallel loop (set in the child; needs a fresh process)
@@ -68,9 +69,9 @@ from engine.backend.cpu import threadpool  # noqa: E402
 from ad_helpers import generated_source_path             # noqa: E402
 from kernel_grammar import N, case_source, race_source  # noqa: E402
 
-EXAMPLES = int(os.environ.get('AUTODIFF_FUZZ_EXAMPLES', 21))
-HESSIAN_EXAMPLES = int(os.environ.get('AUTODIFF_FUZZ_HESSIAN_EXAMPLES', 5))
-MIN_PROGRAMS = 500 if 'AUTODIFF_FUZZ_EXAMPLES' not in os.environ else 0
+EXAMPLES = int(os.environ.get('AUTODIFF_FUZZ_EXAMPLES', 13))
+HESSIAN_EXAMPLES = int(os.environ.get('AUTODIFF_FUZZ_HESSIAN_EXAMPLES', 4))
+MIN_PROGRAMS = 300 if 'AUTODIFF_FUZZ_EXAMPLES' not in os.environ else 0
 RANDOM = bool(os.environ.get('AUTODIFF_FUZZ_RANDOM'))
 THREADS = int(os.environ.get('AUTODIFF_FUZZ_THREADS', 2))
 FORCE_SPLIT = os.environ.get('AUTODIFF_FORCE_SPLIT') == '1'
