@@ -292,8 +292,9 @@ class Field:
         self._write(self._key(index), np.asarray(value) if isinstance(value, Matrix) else value)
 
     def copy_from(self, other):
-        """The values of another field of the same shape; on a tape or in forward mode a
-        kernel launch, as in Taichi, so that gradients and tangents flow through the copy."""
+        """The values of another field of the same shape; on a tape or in forward mode, from
+        a field with a gradient or tangent, a kernel launch (as in Taichi), so that they flow
+        through the copy."""
         _copy(self, other, Field)
 
 
@@ -303,10 +304,20 @@ def _copy(dst, src, kind):
         raise ValueError(f'copy_from: {getattr(dst, "name", "the ndarray")} needs a {what} of its shape and element shape '
                          f'{dst.data.shape}, got {getattr(src, "data", src).__class__.__name__} of shape '
                          f'{getattr(getattr(src, "data", None), "shape", "?")}')
-    if (ctx.tape is not None or ctx.forward is not None) and ctx.launch_copy is not None and dst.dtype.is_float:
+    # a copy of values with a derivative is a launch (the derivative flows through it); a
+    # copy of constants is a write from Python, which on a tape over unused elements sets
+    # the input, as `from_numpy` does
+    if (ctx.tape is not None or ctx.forward is not None) and ctx.launch_copy is not None and \
+            dst.dtype.is_float and _has_derivative(src):
         ctx.launch_copy(dst, src, kind is Field)
     else:
         dst._write(Ellipsis, src.data)
+
+
+def _has_derivative(obj):
+    """Whether obj is differentiable: it has a gradient (forward mode gives every field a
+    tangent, so .dual says nothing)."""
+    return obj.grad is not None and (not isinstance(obj.grad, Field) or obj.grad.placed)
 
 
 def check_python_index(index, shape, what):
