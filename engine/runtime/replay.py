@@ -24,7 +24,7 @@ from ..core import program
 from ..core.context import ctx
 from ..core.program import current as current_program
 from ..core.errors import USER_ERRORS, TaichiRuntimeError, user_frames_only
-from ..language.abi import ExternalArray
+from ..language.abi import ExternalArray, Instance   # keyed by identity, kept alive
 from ..language.matrix import Matrix
 
 _REPLAY_IR = r'''
@@ -247,7 +247,7 @@ class Capture:
             raise
 
     def _key(self, args, kwargs, bound):
-        parts = [_Identity(args[0])] if bound else []
+        parts = [Instance(args[0])] if bound else []
         for k, value in enumerate(args[1:] if bound else args):
             parts.append(_key(value, f'{self.name}: argument {k}'))
         for name in sorted(kwargs):
@@ -311,21 +311,6 @@ def _current_state(tensor, recorded):
     return (tensor.data_ptr(), tuple(tensor.shape), tuple(s * itemsize for s in tensor.stride()), grad)
 
 
-class _Identity:
-    """An argument keyed by identity (an array, a tensor, a field, a @ti.data_oriented
-    instance): the key holds it, so its id is not reused while the recording lives."""
-    __slots__ = ('obj',)
-
-    def __init__(self, obj):
-        self.obj = obj
-
-    def __hash__(self):
-        return id(self.obj)
-
-    def __eq__(self, other):
-        return isinstance(other, _Identity) and other.obj is self.obj
-
-
 _EXACT = (int, bool, str, bytes, type(None))
 
 
@@ -348,7 +333,7 @@ def _key(value, where):
     if isinstance(value, Matrix):
         return Matrix, value.shape, tuple(_key(v, where) for v in value.entries)
     if isinstance(value, np.ndarray) or hasattr(value, '__dlpack__') or hasattr(value, '_ti_data_oriented'):
-        return _Identity(value)
+        return Instance(value)
     try:
         hash(value)
     except TypeError:
