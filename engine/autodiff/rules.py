@@ -24,7 +24,7 @@ the program's tapes have not seen before (`PlanNode`), or at every launch ('alwa
 
 Across launches every read-then-modify has a right answer, so it is computed, not
 refused (`TapeChecker`): each access has a box of the elements it can touch (per axis:
-a constant, an argument plus a constant, or the whole axis), resolved with the launch's
+a constant, an argument times a constant plus a constant, or the whole axis), resolved with the launch's
 arguments; the tape marks what launches read, and before a launch, a no_grad launch or
 a Python write modifies marked elements, it saves them (and their tangents) and the
 backward pass puts them back after that launch's adjoint. A Python write or a no_grad
@@ -374,16 +374,19 @@ def taint(body, is_source):
 
 # --- boxes: the elements an access can touch, per launch -------------------------------
 class Box:
-    """Per axis: ('const', value), ('arg', position, shift) or None (the whole axis)."""
+    """Per axis: ('const', value), ('arg', position, shift, scale): the argument times scale
+    plus shift, or None (the whole axis)."""
 
     def __init__(self, acc, arg_positions, assigned):
         self.axes = []
         for x in acc.indices:
-            base, shift = split_shift(x, assigned)
-            if base is None:
-                self.axes.append(('const', shift))
-            elif base.op == 'arg' and base.attrs['offset'] in arg_positions:
-                self.axes.append(('arg', arg_positions[base.attrs['offset']], shift))
+            form = affine(x, assigned)
+            if form is None:
+                self.axes.append(None)
+            elif form[0] is None:
+                self.axes.append(('const', form[2]))
+            elif form[0].op == 'arg' and form[0].attrs['offset'] in arg_positions:
+                self.axes.append(('arg', arg_positions[form[0].attrs['offset']], form[2], form[1]))
             else:
                 self.axes.append(None)
         self.axes = tuple(self.axes)
@@ -395,9 +398,38 @@ class Box:
             if axis is None:
                 out.append(slice(None))
                 continue
-            at = int(axis[1]) if axis[0] == 'const' else int(args[axis[1]]) + int(axis[2])
+            at = int(axis[1]) if axis[0] == 'const' else int(args[axis[1]]) * axis[3] + int(axis[2])
+            if not -2 ** 31 <= at < 2 ** 31:    # the kernel's 32-bit arithmetic may wrap into range
+                out.append(slice(None))
+                continue
             out.append(at if 0 <= at < n else slice(0, 0))
         return tuple(out)
+
+
+def affine(stmt, assigned):
+    """(base, scale, shift) with stmt == base * scale + shift for integer constants scale
+    and shift (base None: a constant), or None. `t * 6 + k` of DiffTaichi's smoke indexes
+    its pressure field: a box of one time slice instead of the whole axis."""
+    stmt = resolve(stmt, assigned)
+    if stmt.op == 'const':
+        value = stmt.attrs['value']
+        return (None, 0, value) if isinstance(value, int) else None
+    if stmt.op in ('add', 'sub', 'mul') and stmt.dtype is not None and not stmt.dtype.is_float:
+        left, right = (affine(a, assigned) for a in stmt.args)
+        if left is None or right is None:
+            return None
+        if stmt.op == 'mul':
+            if left[0] is not None and right[0] is not None:
+                return None
+            (base, scale, shift), factor = (left, right[2]) if right[0] is None else (right, left[2])
+            return base, scale * factor, shift * factor
+        sign = 1 if stmt.op == 'add' else -1
+        if left[0] is not None and right[0] is not None:
+            return None
+        base = left[0] if left[0] is not None else right[0]
+        scale = left[1] if left[0] is not None else sign * right[1]
+        return base, scale, left[2] + sign * right[2]
+    return (stmt, 1, 0) if stmt.op == 'arg' and not stmt.dtype.is_float else None
 
 
 class KernelSummary:

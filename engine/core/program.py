@@ -15,6 +15,7 @@ import numpy as np
 from . import dtypes as T
 from . import options, passes
 from .context import ctx
+from .errors import TaichiInitError
 
 # Slots of the runtime buffer (int64 words).
 RT_ERROR_FLAG = 0       # 0: none; otherwise an ERROR_* code
@@ -53,7 +54,8 @@ class Config:
                  cpu_max_num_threads=None, random_seed=0, offline_cache=True,
                  offline_cache_file_path=None, native_replay=True, ad_validation=None,
                  interpret=False, check_bounds=None, kernel_profiler=False, check_out_of_bound=None,
-                 print_ir=False, log_level=None, print_full_traceback=False, disable_passes=()):
+                 print_ir=False, log_level=None, print_full_traceback=False, disable_passes=(),
+                 tape_memory_limit=None):
         # the keywords Taichi's ti.init takes are in engine/core/options.py, which checks them
         self.default_fp = T.resolve(default_fp)
         self.default_ip = T.resolve(default_ip)
@@ -79,6 +81,20 @@ class Config:
             ad_validation = {'always': 'always', '0': False, 'off': False}.get(
                 os.environ.get('ENGINE_AD_VALIDATION', ''), True)
         self.ad_validation = 'always' if ad_validation == 'always' else bool(ad_validation)
+        self.tape_memory_limit = _tape_memory_limit(tape_memory_limit)
+
+
+def _tape_memory_limit(limit):
+    """Bytes a tape may keep (saved values, launch records) before it raises MemoryError:
+    `limit` in bytes, 0 for no limit, None for half of the physical memory."""
+    if limit is None:
+        try:
+            return os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') // 2
+        except (ValueError, OSError, AttributeError):
+            return 0
+    if isinstance(limit, bool) or not isinstance(limit, (int, float)) or limit < 0:
+        raise TaichiInitError(f'ti.init: tape_memory_limit is a number of bytes (0: no limit), got {limit!r}')
+    return int(limit)
 
 
 _KEYWORDS = tuple(inspect.signature(Config).parameters)

@@ -21,6 +21,9 @@ from .finite_diff import check_tape, restore_fields, snapshot_fields, values_of
 
 
 
+_RECORD_BYTES = 120      # a launch's record besides its argument bytes (list entries, the args tuple)
+
+
 class Unit:
     """A recorded unit other than one kernel launch: a custom-gradient call, or the replay
     of a captured function (`block`)."""
@@ -55,6 +58,8 @@ class Tape:
         self.units = []      # (kernel launches recorded before it, Unit) for the other units
         self.suspended = 0
         self.snapshot = None
+        self.kept = {}          # what the tape keeps besides launch records: description -> bytes
+        self.memory_limit = config.tape_memory_limit
 
     def skips(self, kernel):
         """Whether a launch of `kernel` stays out of the backward pass (ti.ad.no_grad)."""
@@ -100,6 +105,9 @@ class Tape:
         backward pass of the launches before it."""
         saved = [(t, index, t.data[index].copy(), None if t.dual is None else t.dual[index].copy())
                  for t, index in saves]
+        for t, _, values, tangents in saved:
+            self._keep(f'values of {t.name} saved before a write over what earlier launches read',
+                       values.nbytes + (0 if tangents is None else tangents.nbytes))
         self.record_custom(lambda: _put_back(saved), (), f'restore before {before}', forward=lambda: None)
         for t, _ in saves:
             self.restored[id(t)] = t
@@ -112,6 +120,8 @@ class Tape:
         if self.suspended or self.skips(kernel):
             return
         self.native.add(compiled, launched.buffer, kernel, args)
+        if not len(self.native.kernels) & 0xFFFF:      # every 65,536 launches
+            self._keep('', 0)
         if compiled.layout.ndarrays and self.clear_gradients:
             self._clear_ndarray_gradients(args, compiled.layout.ndarrays)
 
@@ -142,6 +152,8 @@ class Tape:
         old = (target.data[index].copy(), None if target.dual is None else target.dual[index].copy())
         assign()
         new = target.data[index].copy()
+        self._keep(f'values of {target.name} around writes from Python',
+                   old[0].nbytes + new.nbytes + (0 if old[1] is None else old[1].nbytes))
 
         def backward():
             if read:
@@ -229,6 +241,25 @@ class Tape:
         self.units.append((len(self.native.kernels), Unit(
             _python_backward(recording), (), recording.name, recording.replay, recording)))
         return True
+
+    def _keep(self, what, nbytes):
+        """Count `nbytes` more kept for `what`; beyond ti.init(tape_memory_limit=...) a
+        MemoryError that says what the tape holds, before the system runs out of memory."""
+        if what:
+            self.kept[what] = self.kept.get(what, 0) + nbytes
+        records = len(self.native.arguments) + _RECORD_BYTES * len(self.native.kernels)
+        total = records + sum(self.kept.values())
+        if self.memory_limit and total > self.memory_limit:
+            held = sorted(self.kept.items(), key=lambda item: -item[1])
+            lines = [f'  {nbytes / 2**20:,.1f} MiB: {what}' for what, nbytes in held[:6]]
+            lines.append(f'  {records / 2**20:,.1f} MiB: the records of {len(self.native.kernels):,} launches')
+            raise MemoryError(
+                f'the tape holds {total / 2**20:,.1f} MiB, more than ti.init(tape_memory_limit='
+                f'{self.memory_limit}) allows ({self.memory_limit / 2**20:,.1f} MiB):\n' + '\n'.join(lines) + '\nTo keep less: record fewer steps '
+                f'per tape, or checkpoint a long rollout (ti.ad.grad_replaced segments, see '
+                f'docs/checkpointing_and_custom_gradients.md); index a state by time step '
+                f'(x[t + 1, i] = f(x[t, i])) instead of updating it in place, which needs no saves; '
+                f'or raise the limit (0: none)')
 
     def record_custom(self, backward, args, name, forward=None):
         if not self.suspended:
