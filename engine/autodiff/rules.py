@@ -227,7 +227,7 @@ def _coordinate(stmt, index, assigned):
     return None
 
 
-def _owner_signature(acc, assigned):
+def owner_signature(acc, assigned):
     """{axis: (coordinate, shift)} of the loop-index coordinates in an access's indices."""
     index = acc.unit.attrs['index']
     sig = {}
@@ -239,11 +239,11 @@ def _owner_signature(acc, assigned):
     return sig
 
 
-def _covers(coords, expr=('i',)):
+def covers(coords, expr=('i',)):
     """The coordinates determine the loop index: two iterations touch different elements."""
     if expr in coords:
         return True
-    return any(c[0] == 'mod' and c[2] == expr and _covers(coords, ('floordiv', c[1], expr)) for c in coords)
+    return any(c[0] == 'mod' and c[2] == expr and covers(coords, ('floordiv', c[1], expr)) for c in coords)
 
 
 def _iterations_disjoint(accesses, assigned):
@@ -253,9 +253,9 @@ def _iterations_disjoint(accesses, assigned):
     kinds = {a.kind for a in accesses}
     if kinds <= {READ} or kinds <= {ADD}:
         return True
-    signatures = [_owner_signature(a, assigned) for a in accesses]
+    signatures = [owner_signature(a, assigned) for a in accesses]
     first = signatures[0]
-    return all(s == first for s in signatures) and _covers({c for c, _ in first.values()})
+    return all(s == first for s in signatures) and covers({c for c, _ in first.values()})
 
 
 def unproven_targets(accesses, assigned):

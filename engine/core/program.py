@@ -55,7 +55,7 @@ class Config:
                  offline_cache_file_path=None, native_replay=True, ad_validation=None,
                  interpret=False, check_bounds=None, kernel_profiler=False, check_out_of_bound=None,
                  print_ir=False, log_level=None, print_full_traceback=False, disable_passes=(),
-                 tape_memory_limit=None):
+                 tape_memory_limit=None, deterministic=True):
         # the keywords Taichi's ti.init takes are in engine/core/options.py, which checks them
         self.default_fp = T.resolve(default_fp)
         self.default_ip = T.resolve(default_ip)
@@ -82,6 +82,8 @@ class Config:
                 os.environ.get('ENGINE_AD_VALIDATION', ''), True)
         self.ad_validation = 'always' if ad_validation == 'always' else bool(ad_validation)
         self.tape_memory_limit = _tape_memory_limit(tape_memory_limit)
+        # parallel loops give the same bits on any number of threads (engine/backend/cpu/ordering.py)
+        self.deterministic = bool(deterministic)
 
 
 def _tape_memory_limit(limit):
