@@ -111,20 +111,50 @@ class CompiledKernel:
     def launch_with_shadows(self, checked, args, targets):
         """Launch `checked`, this kernel's checked build, with shadow words for `targets`
         (arguments naming one array share its words)."""
-        tables, shadows = [], {}
+        windows, keys = {}, []
         for target in targets:
             array = target._data if isinstance(target, Field) else as_array(args[target.index])
             key = memory_key(array)
-            if key not in shadows:
-                shadows[key] = (np.zeros(array.size, dtype=np.int32), np.zeros(array.size, dtype=np.int64))
-            tables += shadows[key]
-        table = np.array([t.ctypes.data for t in tables], dtype=np.uint64)
+            lo, hi = self._shadow_window(target, array, args)
+            seen = windows.get(key, (lo, hi))
+            windows[key] = (min(lo, seen[0]), max(hi, seen[1]))
+            keys.append(key)
+        shadows = {key: (lo, np.zeros(hi - lo, dtype=np.int32), np.zeros(hi - lo, dtype=np.int64))
+                   for key, (lo, hi) in windows.items()}
+        # each table entry is where element 0's words would be: the launch indexes them by
+        # the element's offset in the whole array, and touches only offsets in the window
+        table = np.array([int(words.ctypes.data) - lo * words.itemsize
+                          for lo, *both in map(shadows.get, keys) for words in both], dtype=np.uint64)
         words = self.program.runtime_buffer
         words[RT_SHADOW] = table.ctypes.data
         try:
             return checked.launch(args)
         finally:
             words[RT_SHADOW] = 0
+
+    def _shadow_window(self, target, array, args):
+        """[lo, hi): the offsets in `array` (components included) that this launch's accesses
+        to `target` can touch, from their boxes (rules.Box): the shadow words of one time
+        step of a state indexed by time, not of all steps. The whole array without index
+        checks (an index out of range could then land outside the window) or when a box's
+        point is out of range (the launch will stop there)."""
+        shape = target.shape if isinstance(target, Field) else array.shape[:target.ndim]
+        elements = int(np.prod(shape, dtype=np.int64))
+        components = array.size // elements if elements else 1
+        if not self.program.config.check_bounds or not elements:
+            return 0, array.size
+        lo, hi = array.size, 0
+        for obj, _, box, _ in self.access_summary().accesses:
+            if obj is not target:
+                continue
+            first = last = 0
+            for at, n in zip(box.index(args, shape), shape):
+                if isinstance(at, slice) and at.stop == 0:
+                    return 0, array.size
+                a, b = (0, n - 1) if isinstance(at, slice) else (at, at)
+                first, last = first * n + a, last * n + b
+            lo, hi = min(lo, first * components), max(hi, (last + 1) * components)
+        return (lo, hi) if lo < hi else (0, array.size)
 
     def launch(self, args):
         if len(args) != self.nargs:

@@ -21,7 +21,7 @@ import sys
 import time
 
 from ..backend import cache
-from ..backend.cpu import codegen, jit, threadpool
+from ..backend.cpu import codegen, jit, ordering, threadpool
 from ..autodiff import forward, jumps, reverse
 from ..ir import printer, simplify, verify
 from . import profiler
@@ -172,7 +172,7 @@ def _load_or_compile(name, body, layout, prog, shadow=()):
     # a checked build's shadow slots are part of its code (codegen.shadow_access)
     kind = name + ''.join(f'|f{t.id}' if isinstance(t, Field) else f'|a{t.index}' for t in shadow)
     kind += '' if config.check_bounds else '|unchecked'
-    kind += '' if config.deterministic else '|any-order'
+    kind += f'|chunks-of-{ordering.CHUNK_MIN}' if config.deterministic else '|any-order'
     kind += ''.join(sorted(f'|no-{name}' for name in config.disable_passes))
     key = None if config.debug or not config.offline_cache else cache.key(kind, body, layout.ret_offset)
     if key is not None and key in _loaded:

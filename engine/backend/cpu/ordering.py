@@ -20,11 +20,15 @@ uses (`slot = ti.atomic_add(count[None], 1)`), a float atomic into an ndarray or
 kernel-scope local (`total += x[i]`), or a buffered field that the loop also reads or
 stores (buffers would hide the adds from those reads).
 """
+import os
+
 from ...autodiff import rules
 from ...ir.nodes import walk
 from ...language.fields import Field
 
-CHUNK_MIN = 512     # iterations: a shorter loop is one chunk (on one thread)
+# iterations: a shorter loop is one chunk (on one thread). $ENGINE_CHUNK_MIN, for tests: small
+# chunks let generated programs of a few dozen iterations run on several threads
+CHUNK_MIN = max(1, int(os.environ.get('ENGINE_CHUNK_MIN', '512')))
 MAX_CHUNKS = 8      # a buffered loop's buffers: MAX_CHUNKS copies of each field at most
 BUFFERED_KINDS = {'add': 'add', 'sub': 'add', 'min': 'min', 'max': 'max'}
 
