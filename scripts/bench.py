@@ -1,17 +1,21 @@
 """Benchmarks: launch overhead (from Python and in native replay), throughput against
 numpy, compile time, and for every simulator: compile time cold (empty disk cache) and
 warm (kernels from the cache), start-up time, seconds per training iteration (forward +
-backward + update) with 1 and with 2 threads.
+backward + update) with 1 and with 2 threads, and peak resident memory; and DiffTaichi's
+smoke configuration (110^2 grid, 100 steps, 6 Jacobi sweeps, pressure indexed by
+`t * 6 + k`) with the rules checked and unchecked.
 
 Usage: python scripts/bench.py [--json bench.json] [--sims a,b | --sims none] [--quick]
 Prints a table and writes the numbers as JSON. Timings are medians of repeats. Each
 simulator runs in fresh processes (cold cache, warm cache at 2 threads, warm at 1 thread,
 warm with the global data access rules unchecked: what the rule checker costs; warm without
-index checks: what ti.init(check_bounds=False) saves).
+index checks: what ti.init(check_bounds=False) saves; warm with ti.init(deterministic=False):
+what the same answer on any number of threads costs).
 """
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -217,7 +221,12 @@ def bench_compile():
     return {'compile_50_line_s': best_of(compile_once, repeats=3)}
 
 
-def run_simulator(name, threads, quick, cache_dir, iterations=3, rules=True, bounds=True):
+def peak_mb():
+    """This process's peak resident memory so far (Linux reports kilobytes)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def run_simulator(name, threads, quick, cache_dir, iterations=3, rules=True, bounds=True, any_order=False):
     """In this process: start-up, first iteration, compile time, steady iterations
     (`rules=False`: with the global data access rules unchecked, engine/autodiff/rules.py;
     `bounds=False`: without index checks, as ti.init(check_bounds=False))."""
@@ -232,6 +241,8 @@ def run_simulator(name, threads, quick, cache_dir, iterations=3, rules=True, bou
         program.current().config.ad_validation = False
     if not bounds:                  # before the first iteration compiles the kernels
         program.current().config.check_bounds = False
+    if any_order:
+        program.current().config.deterministic = False
     created = time.perf_counter()
     optimizer = sim.make_optimizer()
 
@@ -250,7 +261,7 @@ def run_simulator(name, threads, quick, cache_dir, iterations=3, rules=True, bou
     repeats = max(iterations, min(50, int(2.0 / max(second, 1e-6))))
     return dict(import_s=_ENGINE_IMPORT_S + imported - start, create_s=created - imported, first_iter_s=first,
                 compile_s=pipeline.compile_seconds, compiled=pipeline.compile_count,
-                iter_s=best_of(iteration, repeats=repeats))
+                iter_s=best_of(iteration, repeats=repeats), peak_mb=peak_mb())
 
 
 def bench_simulator(name, quick):
@@ -258,10 +269,11 @@ def bench_simulator(name, quick):
     the rules unchecked (2 threads), each in a fresh process."""
     with tempfile.TemporaryDirectory() as cache_dir:
         runs = {}
-        for label, threads in (('cold', 2), ('warm', 2), ('warm1', 1), ('norules', 2), ('nobounds', 2)):
+        flags = {'norules': ['--no-rules'], 'nobounds': ['--no-bounds'], 'anyorder': ['--any-order']}
+        for label, threads in (('cold', 2), ('warm', 2), ('warm1', 1), ('norules', 2), ('nobounds', 2),
+                               ('anyorder', 2)):
             command = [sys.executable, __file__, '--worker', name, '--threads', str(threads),
-                       '--cache', cache_dir] + (['--quick'] if quick else []) + \
-                (['--no-rules'] if label == 'norules' else []) + (['--no-bounds'] if label == 'nobounds' else [])
+                       '--cache', cache_dir] + (['--quick'] if quick else []) + flags.get(label, [])
             out = subprocess.run(command, capture_output=True, text=True, check=True).stdout
             runs[label] = json.loads(out.strip().splitlines()[-1])
     cold, warm, single, unchecked = runs['cold'], runs['warm'], runs['warm1'], runs['norules']
@@ -276,7 +288,112 @@ def bench_simulator(name, quick):
             f'{name}_iter_s_bounds_unchecked': unbounded['iter_s'],
             f'{name}_bounds_check_cost': warm['iter_s'] / unbounded['iter_s'] - 1,
             f'{name}_first_iter_s_rules_unchecked': unchecked['first_iter_s'],
-            f'{name}_first_iter_warm_s': warm['first_iter_s']}
+            f'{name}_first_iter_warm_s': warm['first_iter_s'],
+            f'{name}_iter_s_any_order': runs['anyorder']['iter_s'],
+            f'{name}_determinism_cost': warm['iter_s'] / runs['anyorder']['iter_s'] - 1,
+            f'{name}_peak_mb': warm['peak_mb'], f'{name}_peak_mb_rules_unchecked': unchecked['peak_mb']}
+
+
+def run_difftaichi_smoke(cache_dir, rules=True, iterations=5, n=110, steps=100, sweeps=6):
+    """DiffTaichi's smoke example, in this process: a velocity field advected, its divergence
+    removed by `sweeps` Jacobi sweeps per step into a pressure field indexed by
+    `t * sweeps + k` (steps * (sweeps + 1) slices, 34 MB), the smoke density advected; the
+    loss compares the last density with a target. Seconds per iteration (the first, which
+    checks every launch, and the mean of all) and peak memory."""
+    os.environ['ENGINE_CACHE_DIR'] = cache_dir
+    ti.init(ad_validation=rules)
+    scalar = lambda shape: ti.field(ti.f32, shape=shape, needs_grad=True)      # noqa: E731
+    v, v_new = (ti.Vector.field(2, ti.f32, shape=(steps, n, n), needs_grad=True) for _ in range(2))
+    div, smoke = scalar((steps, n, n)), scalar((steps, n, n))
+    p = scalar((steps * (sweeps + 1), n, n))
+    target, loss = scalar((n, n)), scalar(())
+
+    @ti.func
+    def wrap(i):
+        return (i + n) % n
+
+    @ti.kernel
+    def divergence(t: ti.i32):
+        for y, x in ti.ndrange(n, n):
+            div[t, y, x] = -0.5 / n * (v_new[t, wrap(y + 1), x][0] - v_new[t, wrap(y - 1), x][0]
+                                       + v_new[t, y, wrap(x + 1)][1] - v_new[t, y, wrap(x - 1)][1])
+
+    @ti.kernel
+    def jacobi(t: ti.i32, k: ti.template()):
+        for y, x in ti.ndrange(n, n):
+            a = k + t * sweeps
+            p[a + 1, y, x] = 0.25 * (div[t, y, x] + p[a, wrap(y - 1), x] + p[a, wrap(y + 1), x]
+                                     + p[a, y, wrap(x - 1)] + p[a, y, wrap(x + 1)])
+
+    @ti.kernel
+    def project(t: ti.i32):
+        for y, x in ti.ndrange(n, n):
+            a = sweeps * t - 1
+            v[t, y, x] = v_new[t, y, x] - 0.5 * n * ti.Vector([p[a, wrap(y + 1), x] - p[a, wrap(y - 1), x],
+                                                              p[a, y, wrap(x + 1)] - p[a, y, wrap(x - 1)]])
+
+    @ti.kernel
+    def advect(q: ti.template(), q_out: ti.template(), shift: ti.template(), t: ti.i32):
+        for y, x in ti.ndrange(n, n):
+            fy, fx = y - v[t + shift, y, x][0], x - v[t + shift, y, x][1]
+            iy, ix = ti.cast(ti.floor(fy), ti.i32), ti.cast(ti.floor(fx), ti.i32)
+            wy, wx = fy - iy, fx - ix
+            iy, ix = wrap(iy % n), wrap(ix % n)
+            q_out[t, y, x] = (1 - wy) * ((1 - wx) * q[t - 1, iy, ix] + wx * q[t - 1, iy, wrap(ix + 1)]) \
+                + wy * ((1 - wx) * q[t - 1, wrap(iy + 1), ix] + wx * q[t - 1, wrap(iy + 1), wrap(ix + 1)])
+
+    @ti.kernel
+    def compute_loss():
+        for y, x in ti.ndrange(n, n):
+            loss[None] += (target[y, x] - smoke[steps - 1, y, x]) ** 2 / n ** 2
+
+    @ti.kernel
+    def descend():
+        for y, x in ti.ndrange(n, n):
+            v[0, y, x] -= 100.0 * v.grad[0, y, x]
+
+    grid = np.mgrid[0:n, 0:n] / n
+    smoke.data[0] = (np.hypot(grid[0] - 0.5, grid[1] - 0.5) < 0.3).astype(np.float32)
+    target.from_numpy((np.abs(grid[0] - grid[1]) < 0.15).astype(np.float32))
+    times, losses = [], []
+    for _ in range(iterations):
+        start = time.perf_counter()
+        with ti.ad.Tape(loss):
+            for t in range(1, steps):
+                advect(v, v_new, -1, t)
+                divergence(t)
+                for k in range(sweeps):
+                    jacobi(t, k)
+                project(t)
+                advect(smoke, smoke, 0, t)
+            compute_loss()
+        descend()
+        times.append(time.perf_counter() - start)
+        losses.append(loss[None])
+    return dict(first_iter_s=times[0], mean_iter_s=statistics.mean(times), steady_iter_s=statistics.median(times[1:]),
+                peak_mb=peak_mb(), losses=losses)
+
+
+def bench_difftaichi_smoke():
+    """DiffTaichi's smoke configuration, checked and unchecked, each in a fresh process
+    (after a run that fills the compile cache)."""
+    with tempfile.TemporaryDirectory() as cache_dir:
+        runs = {}
+        for label in ('cold', 'checked', 'unchecked'):
+            command = [sys.executable, __file__, '--worker', 'difftaichi_smoke', '--cache', cache_dir] + \
+                (['--no-rules'] if label == 'unchecked' else [])
+            out = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+            runs[label] = json.loads(out.strip().splitlines()[-1])
+    checked, unchecked = runs['checked'], runs['unchecked']
+    return {'difftaichi_smoke_iter_s': checked['mean_iter_s'],
+            'difftaichi_smoke_iter_s_rules_unchecked': unchecked['mean_iter_s'],
+            'difftaichi_smoke_first_iter_s': checked['first_iter_s'],
+            'difftaichi_smoke_first_iter_s_rules_unchecked': unchecked['first_iter_s'],
+            'difftaichi_smoke_rules_time_ratio': checked['mean_iter_s'] / unchecked['mean_iter_s'],
+            'difftaichi_smoke_peak_mb': checked['peak_mb'],
+            'difftaichi_smoke_peak_mb_rules_unchecked': unchecked['peak_mb'],
+            'difftaichi_smoke_rules_memory_ratio': checked['peak_mb'] / unchecked['peak_mb'],
+            'difftaichi_smoke_same_losses': checked['losses'] == unchecked['losses']}
 
 
 def main():
@@ -289,10 +406,18 @@ def main():
     parser.add_argument('--cache', help=argparse.SUPPRESS)
     parser.add_argument('--no-rules', action='store_true', help=argparse.SUPPRESS)
     parser.add_argument('--no-bounds', action='store_true', help=argparse.SUPPRESS)
+    parser.add_argument('--any-order', action='store_true', help=argparse.SUPPRESS)
+    parser.add_argument('--difftaichi-smoke', action='store_true', help='only the DiffTaichi smoke row')
     args = parser.parse_args()
+    if args.worker == 'difftaichi_smoke':
+        print(json.dumps(run_difftaichi_smoke(args.cache, rules=not args.no_rules)))
+        return
     if args.worker:
         print(json.dumps(run_simulator(args.worker, args.threads, args.quick, args.cache, rules=not args.no_rules,
-                                       bounds=not args.no_bounds)))
+                                       bounds=not args.no_bounds, any_order=args.any_order)))
+        return
+    if args.difftaichi_smoke:
+        print(json.dumps(bench_difftaichi_smoke(), indent=1))
         return
     ti.init(offline_cache=False)      # the compile benchmarks compile; simulators use the cache
     results = {}
@@ -303,6 +428,8 @@ def main():
     chosen = sims.names() if args.sims == 'all' else [] if args.sims == 'none' else args.sims.split(',')
     for name in chosen:
         results.update(bench_simulator(name, args.quick))
+    if args.sims == 'all':
+        results.update(bench_difftaichi_smoke())
     width = max(map(len, results))
     print(f'{"benchmark":<{width}}  value')
     for name, value in results.items():
