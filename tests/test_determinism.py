@@ -47,6 +47,12 @@ def run(threads, dtype):
             h[k] -= ti.Vector([x[i], 1.0 / (1.0 + x[i] ** 2)])
 
     @ti.kernel
+    def inside_if(flag: ti.i32):        # a parallel loop under an `if` is still split
+        if flag > 0:
+            for i in x:
+                g[(i * 3) % m] += x[i] * 0.25
+
+    @ti.kernel
     def peaks():
         for i in x:
             ti.atomic_max(top[(i * 5) % m], ti.sin(x[i]))
@@ -87,9 +93,10 @@ def run(threads, dtype):
     tangent = loss.dual.to_numpy()
     into_ndarray(arr)
     peaks()
+    inside_if(1)
     total = reduce_local()
     append()
-    return digest(*values, *grads, tangent, arr.to_numpy(), np.array([total]), order.to_numpy(), count.to_numpy())
+    return digest(*values, g.to_numpy(), *grads, tangent, arr.to_numpy(), np.array([total]), order.to_numpy(), count.to_numpy())
 
 
 for dtype in (ti.f32, ti.f64):

@@ -46,18 +46,16 @@ FREE = Plan('free')
 
 
 def plan_loops(body):
-    """{parallel loop: Plan} for the kernel's top-level parallel loops."""
+    """{parallel loop: Plan} for the kernel's parallel loops (those inside another parallel
+    loop run serially in its task and never use theirs)."""
     used = {arg for s in walk(body) for arg in s.args}
     assigned = rules.single_assignments(body)
     by_loop = {}
     for acc in rules.field_accesses(body):
         if acc.unit is not None:
             by_loop.setdefault(acc.unit, []).append(acc)
-    plans = {}
-    for s in body.stmts:
-        if s.op == 'for' and s.attrs['parallel']:
-            plans[s] = _plan(s, by_loop.get(s, []), used, assigned)
-    return plans
+    return {s: _plan(s, by_loop.get(s, []), used, assigned)
+            for s in walk(body) if s.op == 'for' and s.attrs['parallel']}
 
 
 def _plan(loop, accesses, used, assigned):
