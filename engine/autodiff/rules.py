@@ -145,7 +145,7 @@ def _same_element(a, b, assigned):
     return True
 
 
-def _different_elements(a, b, assigned, same_pass=True):
+def different_elements(a, b, assigned, same_pass=True):
     """Provably different elements: at some axis a different constant added to one base,
     a base evaluated once for both (`same_pass`: one iteration of their loop) or a kernel
     argument or constant (the same in the whole launch)."""
@@ -212,19 +212,32 @@ def race_message(target, kind):
             f'(ti.loop_config(serialize=True))')
 
 
-def _coordinate(stmt, index, assigned):
+def coordinate(stmt, index, assigned, invariant=None):
     """How an index derives from a parallel loop's index (ndrange's `//` and `%`
-    decomposition), as a nested tuple, or None."""
+    decomposition), as a nested tuple, or None. The divisors are constants, or with
+    `invariant` (a predicate) also values the loop does not change (the extents of an
+    ndrange over a box read at run time): the same divisor decomposes the index uniquely."""
     stmt = resolve(stmt, assigned)
     if stmt is index:
         return ('i',)
-    if stmt.op in ('mod', 'floordiv') and resolve(stmt.args[1], assigned).op == 'const':
-        inner = _coordinate(stmt.args[0], index, assigned)
+    if stmt.op in ('mod', 'floordiv'):
+        divisor = resolve(stmt.args[1], assigned)
+        key = divisor.attrs['value'] if divisor.op == 'const' else \
+            ('value', id(divisor)) if invariant is not None and invariant(divisor) else None
+        inner = None if key is None else coordinate(stmt.args[0], index, assigned, invariant)
         if inner is not None:
-            return (stmt.op, resolve(stmt.args[1], assigned).attrs['value'], inner)
-    if stmt.op == 'cast':
-        return _coordinate(stmt.args[0], index, assigned)
+            return (stmt.op, key, inner)
+    if stmt.op == 'cast' and _widening(stmt):
+        return coordinate(stmt.args[0], index, assigned, invariant)
     return None
+
+
+def _widening(cast):
+    """An integer cast that keeps every value distinct (`ti.cast(i, ti.u8)` wraps: i and
+    i + 256 would share an element)."""
+    source, result = cast.args[0].dtype, cast.dtype
+    return (source is not None and result is not None and not source.is_float and not result.is_float
+            and result.bits >= source.bits)
 
 
 def owner_signature(acc, assigned):
@@ -233,7 +246,7 @@ def owner_signature(acc, assigned):
     sig = {}
     for axis, x in enumerate(acc.indices):
         base, shift = split_shift(x, assigned)
-        coord = _coordinate(base, index, assigned) if base is not None else None
+        coord = coordinate(base, index, assigned) if base is not None else None
         if coord is not None:
             sig[axis] = (coord, shift)
     return sig
@@ -269,20 +282,20 @@ def unproven_targets(accesses, assigned):
         kinds = {a.kind for a in group}
         if kinds <= {READ} or kinds <= {ADD}:
             continue
-        if _reads_apart_from_writes(group, assigned):
+        if reads_apart_from_writes(group, assigned):
             group = [a for a in group if a.kind != READ]     # only writes can meet writes
             if {a.kind for a in group} <= {ADD}:
                 continue
         units = {}
         for a in group:
-            if a.unit is not None and not _single_iteration(a.unit):
+            if a.unit is not None and not single_iteration(a.unit):
                 units.setdefault(a.unit, []).append(a)
         if not all(_iterations_disjoint(g, assigned) for g in units.values()) or _read_then_modified(group, assigned):
             unproven.append(target)
     return unproven
 
 
-def _reads_apart_from_writes(group, assigned):
+def reads_apart_from_writes(group, assigned):
     """Every read and every write of the field differ, at one axis, by a different
     constant added to the same kernel argument (or are different constants): a rollout
     reading `x[t, j]` for any j and writing `x[t + 1, i]` never writes what it reads."""
@@ -296,7 +309,7 @@ def _reads_apart_from_writes(group, assigned):
     return all(apart(r, w) for r in reads for w in group if w.kind != READ)
 
 
-def _single_iteration(loop):
+def single_iteration(loop):
     """A parallel loop of at most one iteration (`for _ in range(1)`: serial code)."""
     begin, end = loop.args
     return begin.op == 'const' and end.op == 'const' and end.attrs['value'] - begin.attrs['value'] <= 1
@@ -311,7 +324,7 @@ def _read_then_modified(group, assigned):
         for r in reads:
             if {id(loop) for loop in r.loops} & {id(loop) for loop in m.loops}:
                 return True         # a later iteration of a loop around both
-            if r.order < m.order and not _different_elements(r, m, assigned, same_pass=r.unit is m.unit):
+            if r.order < m.order and not different_elements(r, m, assigned, same_pass=r.unit is m.unit):
                 return True
     return False
 
