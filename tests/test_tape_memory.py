@@ -8,15 +8,15 @@ import engine as ti
 SWEEPS, N = 3, 8
 
 
-def _pressure_program(**init):
-    """DiffTaichi's smoke indexes its pressure by `t * sweeps + k` (k a template): each launch
-    reads one time slice and writes the next."""
+def _pressure_program(k_type=ti.template(), **init):
+    """DiffTaichi's smoke indexes its pressure by `t * sweeps + k` (k a template there; here
+    also a run-time argument): each launch reads one time slice and writes the next."""
     ti.init(default_fp=ti.f64, **init)
     p = ti.field(ti.f64, shape=(4 * SWEEPS + 1, N), needs_grad=True)
     loss = ti.field(ti.f64, shape=(), needs_grad=True)
 
     @ti.kernel
-    def relax(t: ti.i32, k: ti.template()):
+    def relax(t: ti.i32, k: k_type):
         for i in range(N):
             a = k + t * SWEEPS
             p[a + 1, i] = 0.5 * p[a, i] + 0.25 * (p[a, (i + 1) % N] + p[a, (i + N - 1) % N]) ** 2
@@ -36,8 +36,9 @@ def _pressure_program(**init):
     return p, loss, run
 
 
-def test_affine_time_index_needs_no_saves_and_gradient_matches_finite_differences():
-    p, loss, run = _pressure_program()
+@pytest.mark.parametrize('k_type', [ti.template(), ti.i32], ids=['k template', 'k argument'])
+def test_affine_time_index_needs_no_saves_and_gradient_matches_finite_differences(k_type):
+    p, loss, run = _pressure_program(k_type)
     start = np.linspace(0.1, 0.4, N)
     p.from_numpy(np.zeros((4 * SWEEPS + 1, N)))
     p.data[0] = start

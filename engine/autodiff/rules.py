@@ -387,21 +387,21 @@ def taint(body, is_source):
 
 # --- boxes: the elements an access can touch, per launch -------------------------------
 class Box:
-    """Per axis: ('const', value), ('arg', position, shift, scale): the argument times scale
-    plus shift, or None (the whole axis)."""
+    """Per axis: ('const', value), ('args', ((position, scale), ...), shift): a sum of kernel
+    arguments times constants plus a constant, or None (the whole axis)."""
 
     def __init__(self, acc, arg_positions, assigned):
         self.axes = []
         for x in acc.indices:
             form = affine(x, assigned)
-            if form is None:
+            if form is None or any(base.op != 'arg' or base.attrs['offset'] not in arg_positions
+                                   for base, _ in form[0]):
                 self.axes.append(None)
-            elif form[0] is None:
-                self.axes.append(('const', form[2]))
-            elif form[0].op == 'arg' and form[0].attrs['offset'] in arg_positions:
-                self.axes.append(('arg', arg_positions[form[0].attrs['offset']], form[2], form[1]))
+            elif not form[0]:
+                self.axes.append(('const', form[1]))
             else:
-                self.axes.append(None)
+                terms = tuple((arg_positions[base.attrs['offset']], scale) for base, scale in form[0])
+                self.axes.append(('args', terms, form[1]))
         self.axes = tuple(self.axes)
 
     def index(self, args, shape):
@@ -411,7 +411,8 @@ class Box:
             if axis is None:
                 out.append(slice(None))
                 continue
-            at = int(axis[1]) if axis[0] == 'const' else int(args[axis[1]]) * axis[3] + int(axis[2])
+            at = int(axis[1]) if axis[0] == 'const' else \
+                sum(int(args[k]) * scale for k, scale in axis[1]) + int(axis[2])
             if not -2 ** 31 <= at < 2 ** 31:    # the kernel's 32-bit arithmetic may wrap into range
                 out.append(slice(None))
                 continue
@@ -420,29 +421,30 @@ class Box:
 
 
 def affine(stmt, assigned):
-    """(base, scale, shift) with stmt == base * scale + shift for integer constants scale
-    and shift (base None: a constant), or None. `t * 6 + k` of DiffTaichi's smoke indexes
-    its pressure field: a box of one time slice instead of the whole axis."""
+    """(((base, scale), ...), shift) with stmt == sum of base * scale + shift for integer
+    constants, the bases kernel arguments, or None. `t * 6 + k` of DiffTaichi's smoke
+    indexes its pressure field: a box of one time slice instead of the whole axis."""
     stmt = resolve(stmt, assigned)
     if stmt.op == 'const':
         value = stmt.attrs['value']
-        return (None, 0, value) if isinstance(value, int) else None
-    if stmt.op in ('add', 'sub', 'mul') and stmt.dtype is not None and not stmt.dtype.is_float:
-        left, right = (affine(a, assigned) for a in stmt.args)
-        if left is None or right is None:
+        return ((), value) if isinstance(value, int) else None
+    if stmt.op == 'arg':
+        return None if stmt.dtype.is_float else (((stmt, 1),), 0)
+    if stmt.op not in ('add', 'sub', 'mul') or stmt.dtype is None or stmt.dtype.is_float:
+        return None
+    left, right = (affine(a, assigned) for a in stmt.args)
+    if left is None or right is None:
+        return None
+    if stmt.op == 'mul':
+        if left[0] and right[0]:
             return None
-        if stmt.op == 'mul':
-            if left[0] is not None and right[0] is not None:
-                return None
-            (base, scale, shift), factor = (left, right[2]) if right[0] is None else (right, left[2])
-            return base, scale * factor, shift * factor
-        sign = 1 if stmt.op == 'add' else -1
-        if left[0] is not None and right[0] is not None:
-            return None
-        base = left[0] if left[0] is not None else right[0]
-        scale = left[1] if left[0] is not None else sign * right[1]
-        return base, scale, left[2] + sign * right[2]
-    return (stmt, 1, 0) if stmt.op == 'arg' and not stmt.dtype.is_float else None
+        (terms, shift), factor = (left, right[1]) if not right[0] else (right, left[1])
+        return tuple((base, scale * factor) for base, scale in terms), shift * factor
+    sign = 1 if stmt.op == 'add' else -1
+    scales = dict(left[0])
+    for base, scale in right[0]:
+        scales[base] = scales.get(base, 0) + sign * scale
+    return tuple((base, scale) for base, scale in scales.items() if scale), left[1] + sign * right[1]
 
 
 class KernelSummary:

@@ -7,6 +7,7 @@ launch counter, the print buffer of run-time prints). The current program is
 `context.ctx.program`.
 """
 import inspect
+import numbers
 import os
 import warnings
 
@@ -94,7 +95,7 @@ def _tape_memory_limit(limit):
             return os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') // 2
         except (ValueError, OSError, AttributeError):
             return 0
-    if isinstance(limit, bool) or not isinstance(limit, (int, float)) or limit < 0:
+    if isinstance(limit, bool) or not isinstance(limit, numbers.Real) or not (limit == 0 or 1 <= limit < 2 ** 63):
         raise TaichiInitError(f'ti.init: tape_memory_limit is a number of bytes (0: no limit), got {limit!r}')
     return int(limit)
 

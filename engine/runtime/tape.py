@@ -120,7 +120,7 @@ class Tape:
         if self.suspended or self.skips(kernel):
             return
         self.native.add(compiled, launched.buffer, kernel, args)
-        if not len(self.native.kernels) & 0xFFFF:      # every 65,536 launches
+        if not len(self.native.kernels) & 0x3FF:       # every 1,024 launches
             self._keep('', 0)
         if compiled.layout.ndarrays and self.clear_gradients:
             self._clear_ndarray_gradients(args, compiled.layout.ndarrays)
@@ -150,10 +150,10 @@ class Tape:
         if not touched:
             return assign()
         old = (target.data[index].copy(), None if target.dual is None else target.dual[index].copy())
+        self._keep(f'values of {target.name} around writes from Python',     # before the write
+                   2 * old[0].nbytes + (0 if old[1] is None else old[1].nbytes))
         assign()
         new = target.data[index].copy()
-        self._keep(f'values of {target.name} around writes from Python',
-                   old[0].nbytes + new.nbytes + (0 if old[1] is None else old[1].nbytes))
 
         def backward():
             if read:
@@ -251,11 +251,11 @@ class Tape:
         total = records + sum(self.kept.values())
         if self.memory_limit and total > self.memory_limit:
             held = sorted(self.kept.items(), key=lambda item: -item[1])
-            lines = [f'  {nbytes / 2**20:,.1f} MiB: {what}' for what, nbytes in held[:6]]
-            lines.append(f'  {records / 2**20:,.1f} MiB: the records of {len(self.native.kernels):,} launches')
+            lines = [f'  {_size(nbytes)}: {what}' for what, nbytes in held[:6]]
+            lines.append(f'  {_size(records)}: the records of {len(self.native.kernels):,} launches')
             raise MemoryError(
-                f'the tape holds {total / 2**20:,.1f} MiB, more than ti.init(tape_memory_limit='
-                f'{self.memory_limit}) allows ({self.memory_limit / 2**20:,.1f} MiB):\n' + '\n'.join(lines) + '\nTo keep less: record fewer steps '
+                f'the tape holds {_size(total)}, more than ti.init(tape_memory_limit='
+                f'{self.memory_limit}) allows ({_size(self.memory_limit)}):\n' + '\n'.join(lines) + '\nTo keep less: record fewer steps '
                 f'per tape, or checkpoint a long rollout (ti.ad.grad_replaced segments, see '
                 f'docs/checkpointing_and_custom_gradients.md); index a state by time step '
                 f'(x[t + 1, i] = f(x[t, i])) instead of updating it in place, which needs no saves; '
@@ -374,6 +374,13 @@ class Tape:
             buffers = self.native.buffer_addresses()
             replay.run(adjoints[start:end][::-1], buffers[start:end][::-1],
                        lambda k: pipeline.adjoint_of(self.native.kernels[end - 1 - k]))
+
+
+def _size(nbytes):
+    for unit, scale in (('GiB', 2 ** 30), ('MiB', 2 ** 20), ('KiB', 2 ** 10)):
+        if nbytes >= scale:
+            return f'{nbytes / scale:,.1f} {unit}'
+    return f'{nbytes:,} bytes'
 
 
 def _put_back(saved):
