@@ -225,3 +225,42 @@ def test_parallel_2d_loops(threads):
     np.testing.assert_array_equal(y.to_numpy(), expected)
     k_struct_for_2d_sum(y, total)
     assert total[None] == int(np.sum(expected % 7))
+
+
+def test_entries_of_a_kernel_scope_vector_accumulate_atomically_in_a_parallel_loop():
+    n = 10
+    x = ti.field(ti.f64, shape=n)
+    x.from_numpy(np.arange(1.0, n + 1))
+
+    @ti.kernel
+    def sums() -> ti.f64:
+        acc = ti.Vector([0.0, 0.0])
+        for i in x:
+            acc[0] += x[i]
+            acc[1] -= 2 * x[i]
+        return acc[0] * 1000 + acc[1]
+
+    assert sums() == 55 * 1000 - 110
+
+
+def test_a_kernel_scope_vector_written_at_a_run_time_entry_in_a_parallel_loop_is_refused():
+    x = ti.field(ti.f64, shape=10)
+
+    @ti.kernel
+    def by_parity() -> ti.f64:
+        acc = ti.Vector([0.0, 0.0])
+        for i in x:
+            acc[i % 2] += x[i]
+        return acc[0]
+
+    @ti.kernel
+    def overwrite() -> ti.f64:
+        acc = ti.Vector([0.0, 0.0])
+        for i in x:
+            acc[0] = x[i]
+        return acc[0]
+
+    with pytest.raises(ti.TaichiSyntaxError, match='run-time index'):
+        by_parity()
+    with pytest.raises(ti.TaichiSyntaxError, match='all threads share'):
+        overwrite()

@@ -114,7 +114,21 @@ class AssignmentMixin:
                                      f'field element: it cannot be assigned to (pass one of those to change '
                                      f'it by reference, or copy it into a new local)')
 
+    def _accumulate_entry(self, node, target, var, kind, value):
+        """`acc[k] += v` on a vector defined outside this parallel loop: an atomic add into
+        entry k (a constant index; a run-time one would pick the entry per thread)."""
+        index = self.visit(target.slice)
+        idx = index if isinstance(index, tuple) else (index,)
+        if any(ops.is_value(i) for i in idx):
+            raise self.error(node, 'an entry of a vector defined outside this parallel loop is updated at '
+                                   'a run-time index: all threads share the vector, and only a constant '
+                                   'index can be accumulated atomically (use a field, or ti.static indices)')
+        self._accumulate(node, var.vars[flat_component(self, node, var.shape, idx)], kind, value)
+
     def _store_matvar(self, node, var, index, value):
+        if any(map(self._shared, var.vars)):
+            raise self.error(node, 'this vector is defined outside this parallel loop, so all threads share '
+                                   'it: update its entries with `+=` (an atomic add) or use a field')
         idx = index if isinstance(index, tuple) else (index,)
         if any(ops.is_value(i) for i in idx):
             flat_rt = 0
@@ -145,6 +159,9 @@ class AssignmentMixin:
         if isinstance(target, ast.Subscript):
             owner_node = self._member_node(target.value)
             owner = self._lookup_var(owner_node) if isinstance(owner_node, (ast.Name, Resolved)) else None
+            kind = {ast.Add: 'add', ast.Sub: 'sub'}.get(type(node.op))
+            if isinstance(owner, MatVar) and kind and any(map(self._shared, owner.vars)):
+                return self._accumulate_entry(node, target, owner, kind, value)
             if not isinstance(owner, MatVar):
                 kind = {ast.Add: 'add', ast.Sub: 'sub'}.get(type(node.op))
                 element = self._vector_element(target.value) if kind else None
