@@ -810,3 +810,18 @@ def test_while_with_boolean_condition():
     out = ti.field(ti.i32, shape=4)
     k_while_bool_cond(x, out)
     assert out.to_numpy().tolist() == [102, 105, 0, 102]
+
+
+def test_ndrange_with_an_end_before_its_begin_runs_no_iteration():
+    # Taichi < 1.0.1 ran (b - a) * (d - c) iterations, positive for two reversed axes
+    count = ti.field(ti.i32, shape=())
+
+    @ti.kernel
+    def run(a: ti.i32, b: ti.i32, c: ti.i32, d: ti.i32):
+        for i, j in ti.ndrange((a, b), (c, d)):
+            count[None] += 1
+
+    for bounds, expected in (((1, 0, 1, 0), 0), ((1, -2, 1, -3), 0), ((0, 3, 0, 4), 12), ((2, 5, 3, 3), 0)):
+        count[None] = 0
+        run(*bounds)
+        assert count[None] == expected, bounds

@@ -138,7 +138,10 @@ class LoopMixin:
 
     def _ndrange_for(self, node, dims, grouped):
         begins = [d[0] for d in dims]
-        sizes = [d[1] - d[0] for d in dims]
+        # an axis whose end is not after its begin runs no iteration (as in Python, and as in
+        # Taichi since 1.0.1): the product of two negative sizes must not be positive
+        sizes = [max(d[1] - d[0], 0) if isinstance(d[1] - d[0], int) else ops.binary('max', d[1] - d[0], 0)
+                 for d in dims]
         total = 1
         for s in sizes:
             total = total * s
