@@ -1,5 +1,6 @@
 """`import engine as ti`: a differentiable kernel language with Taichi's API."""
 from .runtime import ad, profiler
+from .internals import lang
 from .core import dtypes
 from .core.errors import (TaichiAssertionError, TaichiCompilationError, TaichiIndexError, TaichiInitError,
                           TaichiNameError, TaichiNotImplementedError, TaichiRuntimeError, TaichiSyntaxError,

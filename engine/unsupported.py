@@ -25,7 +25,6 @@ MISSING = {
     'deactivate': SPARSE, 'deactivate_all_snodes': SPARSE, 'rescale_index': SPARSE,
     'real_func': 'real (not inlined, recursive) functions; ti.func inlines',
     'experimental': 'ti.experimental (real_func, ...); ti.func inlines',
-    'lang': "Taichi's internals (ti.lang); programs use the public ti.* names",
 }
 MISSING_TYPES = {
     'quant': QUANT,

@@ -294,80 +294,19 @@ def bench_simulator(name, quick):
             f'{name}_peak_mb': warm['peak_mb'], f'{name}_peak_mb_rules_unchecked': unchecked['peak_mb']}
 
 
-def run_difftaichi_smoke(cache_dir, rules=True, iterations=5, n=110, steps=100, sweeps=6):
-    """DiffTaichi's smoke example, in this process: a velocity field advected, its divergence
-    removed by `sweeps` Jacobi sweeps per step into a pressure field indexed by
-    `t * sweeps + k` (steps * (sweeps + 1) slices, 34 MB), the smoke density advected; the
-    loss compares the last density with a target. Seconds per iteration (the first, which
-    checks every launch, and the mean of all) and peak memory."""
+def run_difftaichi_smoke(cache_dir, rules=True, iterations=5):
+    """DiffTaichi's smoke example (scripts/difftaichi_smoke.py), in this process: seconds per
+    iteration (the first, which checks every launch; the mean of all; the median of the
+    rest) and peak memory."""
     os.environ['ENGINE_CACHE_DIR'] = cache_dir
     ti.init(ad_validation=rules)
-    scalar = lambda shape: ti.field(ti.f32, shape=shape, needs_grad=True)      # noqa: E731
-    v, v_new = (ti.Vector.field(2, ti.f32, shape=(steps, n, n), needs_grad=True) for _ in range(2))
-    div, smoke = scalar((steps, n, n)), scalar((steps, n, n))
-    p = scalar((steps * (sweeps + 1), n, n))
-    target, loss = scalar((n, n)), scalar(())
-
-    @ti.func
-    def wrap(i):
-        return (i + n) % n
-
-    @ti.kernel
-    def divergence(t: ti.i32):
-        for y, x in ti.ndrange(n, n):
-            div[t, y, x] = -0.5 / n * (v_new[t, wrap(y + 1), x][0] - v_new[t, wrap(y - 1), x][0]
-                                       + v_new[t, y, wrap(x + 1)][1] - v_new[t, y, wrap(x - 1)][1])
-
-    @ti.kernel
-    def jacobi(t: ti.i32, k: ti.template()):
-        for y, x in ti.ndrange(n, n):
-            a = k + t * sweeps
-            p[a + 1, y, x] = 0.25 * (div[t, y, x] + p[a, wrap(y - 1), x] + p[a, wrap(y + 1), x]
-                                     + p[a, y, wrap(x - 1)] + p[a, y, wrap(x + 1)])
-
-    @ti.kernel
-    def project(t: ti.i32):
-        for y, x in ti.ndrange(n, n):
-            a = sweeps * t - 1
-            v[t, y, x] = v_new[t, y, x] - 0.5 * n * ti.Vector([p[a, wrap(y + 1), x] - p[a, wrap(y - 1), x],
-                                                              p[a, y, wrap(x + 1)] - p[a, y, wrap(x - 1)]])
-
-    @ti.kernel
-    def advect(q: ti.template(), q_out: ti.template(), shift: ti.template(), t: ti.i32):
-        for y, x in ti.ndrange(n, n):
-            fy, fx = y - v[t + shift, y, x][0], x - v[t + shift, y, x][1]
-            iy, ix = ti.cast(ti.floor(fy), ti.i32), ti.cast(ti.floor(fx), ti.i32)
-            wy, wx = fy - iy, fx - ix
-            iy, ix = wrap(iy % n), wrap(ix % n)
-            q_out[t, y, x] = (1 - wy) * ((1 - wx) * q[t - 1, iy, ix] + wx * q[t - 1, iy, wrap(ix + 1)]) \
-                + wy * ((1 - wx) * q[t - 1, wrap(iy + 1), ix] + wx * q[t - 1, wrap(iy + 1), wrap(ix + 1)])
-
-    @ti.kernel
-    def compute_loss():
-        for y, x in ti.ndrange(n, n):
-            loss[None] += (target[y, x] - smoke[steps - 1, y, x]) ** 2 / n ** 2
-
-    @ti.kernel
-    def descend():
-        for y, x in ti.ndrange(n, n):
-            v[0, y, x] -= 100.0 * v.grad[0, y, x]
-
-    grid = np.mgrid[0:n, 0:n] / n
-    smoke.data[0] = (np.hypot(grid[0] - 0.5, grid[1] - 0.5) < 0.3).astype(np.float32)
-    target.from_numpy((np.abs(grid[0] - grid[1]) < 0.15).astype(np.float32))
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import difftaichi_smoke
+    iteration, loss = difftaichi_smoke.build()
     times, losses = [], []
     for _ in range(iterations):
         start = time.perf_counter()
-        with ti.ad.Tape(loss):
-            for t in range(1, steps):
-                advect(v, v_new, -1, t)
-                divergence(t)
-                for k in range(sweeps):
-                    jacobi(t, k)
-                project(t)
-                advect(smoke, smoke, 0, t)
-            compute_loss()
-        descend()
+        iteration()
         times.append(time.perf_counter() - start)
         losses.append(loss[None])
     return dict(first_iter_s=times[0], mean_iter_s=statistics.mean(times), steady_iter_s=statistics.median(times[1:]),

@@ -165,7 +165,7 @@ def test_profiler_and_tools_extras(capsys, monkeypatch):
 
 
 @pytest.mark.parametrize('namespace, name, words', [(ti, 'BitpackedFields', 'quantized'),
-                                                    (ti, 'lang', 'internals'),
+                                                    (ti.lang, 'misc', 'internals'),
                                                     (ti.types, 'quant', 'quantized'),
                                                     (ti.types, 'argpack', 'argument packs')])
 def test_names_the_engine_lacks_say_what_they_are(namespace, name, words):

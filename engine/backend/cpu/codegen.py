@@ -16,6 +16,7 @@ from ...core import program as rt
 from ..bounds import IndexRanges, grouped_checks, unproven_axes
 from . import ordering
 from .codegen_checks import I8P, I32, I64, ChecksEmitter
+from .codegen_ordered import BufferStore, OrderedLoopsEmitter
 from ...language.fields import Field
 from ...ir.nodes import used_from_outside, walk
 
@@ -92,7 +93,7 @@ class KernelModule:
         return llir.Function(self.module, TASK_TYPE, name=f'{self.name}_task{self.tasks}')
 
 
-class FunctionEmitter(ChecksEmitter):
+class FunctionEmitter(ChecksEmitter, OrderedLoopsEmitter):
     """Emits IR statements into one LLVM function."""
 
     def __init__(self, km, fn, fields, args, rt_ptr, in_task):
@@ -309,36 +310,8 @@ class FunctionEmitter(ChecksEmitter):
         if s.attrs.get('near') and self.near_mode == 'plain':     # emit_body_twice
             return self._serial_rmw(ptr, value, kind, s.dtype)
         if s.attrs['target'] in self.buffers:
-            return self._buffered_rmw(s, ptr, value, kind)
+            return self.buffered_rmw(s, ptr, value, kind)
         return self._atomic(ptr, value, kind, s.dtype)
-
-    def _buffered_rmw(self, s, ptr, value, kind):
-        """An order-dependent float atomic of a buffered loop (ordering.py): into the chunk's
-        buffer (the first touch of an element stores and lists it), or a plain
-        read-modify-write when the loop is one chunk. Its result is never used."""
-        b, dtype = self.b, s.dtype
-        buf, flags, listed, length = self.buffers[s.attrs['target']]
-        offset = b.ptrtoint(ptr, I64)
-        offset = b.udiv(b.sub(offset, b.ptrtoint(self.base_pointer(s.attrs['target']), I64)),
-                        I64(dtype.np.itemsize))
-        with b.if_else(self.direct) as (direct, chunked):
-            with direct:
-                self._serial_rmw(ptr, value, kind, dtype)
-            with chunked:
-                contribution = b.fneg(value) if kind == 'sub' else value
-                combine = ordering.BUFFERED_KINDS[kind]
-                slot, flag = b.gep(buf, [offset]), b.gep(flags, [offset])
-                first = b.icmp_unsigned('==', b.load(flag), llir.Constant(llir.IntType(8), 0))
-                with b.if_else(first) as (fresh, again):
-                    with fresh:
-                        b.store(llir.Constant(llir.IntType(8), 1), flag)
-                        n = b.load(length)
-                        b.store(offset, b.gep(listed, [n]))
-                        b.store(b.add(n, I64(1)), length)
-                        b.store(contribution, slot)
-                    with again:
-                        b.store(LOWER[combine](b, [b.load(slot), contribution], dtype, dtype), slot)
-        return llir.Constant(llvm_type(dtype), llir.Undefined)
 
     def _atomic(self, ptr, value, kind, dtype):
         if not self.in_task:
@@ -453,17 +426,17 @@ class FunctionEmitter(ChecksEmitter):
 
     def emit_parallel_for(self, s):
         """Outline the loop body into a task and hand [begin, end) to the thread pool; a
-        buffered loop hands it its chunks, then adds their buffers in order (ordering.py);
-        a serial one calls the task with all of it."""
+        buffered loop hands it its chunks, then adds their buffers in order; a serial one
+        calls the task with all of it (ordering.py, codegen_ordered.py)."""
         b = self.b
         plan = self.km.plans.get(s, ordering.FREE)
-        captured = captured_values(s)
-        shared = shared_locals(s)
+        captured, shared = captured_values(s), shared_locals(s)
         task = self.km.new_task()
         head = [self.fields, self.args, self.rt]
         begin, end = (b.sext(self.values[a], I64) for a in s.args)
+        chunks = None
         if plan.kind == 'buffered':
-            chunks, size = self._chunking(begin, end)
+            chunks, size = self.chunking(begin, end)
             head += [begin, end, size, b.zext(b.icmp_signed('==', chunks, I64(1)), I64)]
         closure_ty = llir.LiteralStructType(
             [v.type for v in head] + [self.values[c].type if c in shared else llvm_type(c.dtype) for c in captured])
@@ -471,35 +444,42 @@ class FunctionEmitter(ChecksEmitter):
         captures = [self.values[c] if c in shared else self._capture(c) for c in captured]
         for k, v in enumerate(head + captures):
             b.store(v, b.gep(closure, [I32(0), I32(k)]))
+        store = self._launch(s, plan, task, b.bitcast(closure, I8P), begin, end, chunks)
+        if self.km.check_bounds:          # a chunk stopped at an index out of range: so does the launch
+            self.stop_if_failed()
+        self._emit_task(s, task, closure_ty, len(head), captured, shared, store)
+
+    def _launch(self, s, plan, task, closure, begin, end, chunks):
+        """Call the task as `plan` says; returns a buffered loop's BufferStore."""
+        b = self.b
         # the pool measures the loop's cost per iteration in `site` (engine/backend/cpu/threadpool.py)
         site_type = llir.ArrayType(I64, 3)
         site = llir.GlobalVariable(self.km.module, site_type, name=f'{task.name}_site')
         site.linkage, site.initializer = 'internal', site_type([I64(0)] * 3)
         site = b.bitcast(site, I64.as_pointer())
-        store = None
         if plan.kind == 'serial':
-            b.call(task, [b.bitcast(closure, I8P), begin, end])
+            b.call(task, [closure, begin, end])
         elif plan.kind == 'buffered':
             store = BufferStore(self.km, task.name, plan, self.km.location_id(s.loc))
-            lock = store.lock
-            self._acquire(lock)
-            b.call(self.km.parallel_for, [task, b.bitcast(closure, I8P), I64(0), chunks, I64(1), site])
-            self._commit(store, chunks)
-            b.store_atomic(I32(0), lock, 'release', 4)
+            self.acquire(store.lock)
+            b.call(self.km.parallel_for, [task, closure, I64(0), chunks, I64(1), site])
+            self.commit(store, chunks)
+            b.store_atomic(I32(0), store.lock, 'release', 4)
+            return store
         else:
-            b.call(self.km.parallel_for, [task, b.bitcast(closure, I8P), begin, end, I64(1), site])
-        if self.km.check_bounds:          # a chunk stopped at an index out of range: so does the launch
-            self.stop_if_failed()
+            b.call(self.km.parallel_for, [task, closure, begin, end, I64(1), site])
+        return None
 
+    def _emit_task(self, s, task, closure_ty, n_head, captured, shared, store):
+        """The task's body: unpack the closure, run its range of iterations (or chunks)."""
         inner = FunctionEmitter(self.km, task, None, None, None, in_task=True)
         inner.phase, inner.iteration = self.km.tasks, s.attrs['index']
         closure_arg, lo, hi = task.args
         eb = inner.entry_builder
         typed = eb.bitcast(closure_arg, closure_ty.as_pointer())
-        loaded = [eb.load(eb.gep(typed, [I32(0), I32(k)])) for k in range(len(head) + len(captured))]
+        loaded = [eb.load(eb.gep(typed, [I32(0), I32(k)])) for k in range(n_head + len(captured))]
         inner.fields, inner.args, inner.rt = loaded[:3]
-        chunking, loaded = loaded[3:len(head)], loaded[len(head):]
-        for c, value in zip(captured, loaded):
+        for c, value in zip(captured, loaded[n_head:]):
             if c in shared:               # updated atomically by all threads: by reference
                 inner.values[c] = value
             elif c.op == 'alloca':        # a local only read by the loop: a private copy
@@ -514,140 +494,12 @@ class FunctionEmitter(ChecksEmitter):
             inner.chunk = (lo, hi)
             inner.serial_loop(lo, hi, s, seed_rng=self.km.uses_random)
         else:
-            inner.run_chunks(s, lo, hi, store, *chunking)
+            inner.run_chunks(s, lo, hi, store, *loaded[3:n_head])
         inner.finish()
-
-    def _chunking(self, begin, end):
-        """(chunks, iterations per chunk) of a buffered loop: from its length alone."""
-        b = self.b
-        n = b.sub(end, begin)
-        n = b.select(b.icmp_signed('<', n, I64(0)), I64(0), n)
-        chunks = b.sdiv(b.add(n, I64(ordering.CHUNK_MIN - 1)), I64(ordering.CHUNK_MIN))
-        chunks = b.select(b.icmp_signed('<', chunks, I64(1)), I64(1), chunks)
-        chunks = b.select(b.icmp_signed('>', chunks, I64(ordering.MAX_CHUNKS)), I64(ordering.MAX_CHUNKS), chunks)
-        return chunks, b.sdiv(b.add(n, b.sub(chunks, I64(1))), chunks)
-
-    def _acquire(self, lock):
-        """The loop's buffers are one set per loop: a launch of the same kernel from another
-        Python thread waits here until this one has added them up."""
-        b = self.b
-        head, done = self.fn.append_basic_block('lock'), self.fn.append_basic_block('locked')
-        b.branch(head)
-        b.position_at_end(head)
-        won = b.extract_value(b.cmpxchg(lock, I32(0), I32(1), 'acquire', 'monotonic'), 1)
-        with b.if_then(b.not_(won), likely=False):
-            b.call(self.km.runtime_function('sched_yield', I32, []), [])
-        b.cbranch(won, done, head)
-        b.position_at_end(done)
-
-    def _commit(self, store, chunks):
-        """After a buffered loop, on the calling thread: each chunk's buffers in chunk order
-        into the fields, leaving the buffers' flags clear and their lists empty."""
-        b = self.b
-        with self.counted_loop(I64(0), chunks) as c:
-            for t, (field, combine) in enumerate(store.plan.targets.items()):
-                buf, flags, listed, length = store.entry(b, c, t)
-                n = b.load(length)
-                buf, flags, listed = b.load(buf), b.load(flags), b.load(listed)
-                base = self.base_pointer(field)
-                with self.counted_loop(I64(0), n) as j:
-                    offset = b.load(b.gep(listed, [j]))
-                    at = b.gep(base, [offset])
-                    value = b.load(b.gep(b.bitcast(buf, base.type), [offset]))
-                    b.store(LOWER[combine](b, [b.load(at), value], field.dtype, field.dtype), at)
-                    b.store(llir.Constant(llir.IntType(8), 0), b.gep(flags, [offset]))
-                b.store(I64(0), length)
-
-    def counted_loop(self, begin, end):
-        """`with counted_loop(a, b) as i:` emits the body for i in [a, b)."""
-        return _CountedLoop(self, begin, end)
-
-    def run_chunks(self, s, c0, c1, store, begin, end, size, direct):
-        """A buffered loop's task: its chunks c0 <= c < c1 in order, each into its buffers."""
-        b = self.b
-        self.direct = b.icmp_unsigned('!=', direct, I64(0))
-        with self.counted_loop(c0, c1) as c:
-            lo = b.add(begin, b.mul(c, size))
-            hi = b.add(lo, size)
-            hi = b.select(b.icmp_signed('<', end, hi), end, hi)
-            self.buffers = {field: store.buffers(self, c, t) for t, field in enumerate(store.plan.targets)}
-            self.chunk = (lo, hi)
-            self.serial_loop(lo, hi, s, seed_rng=self.km.uses_random)
-        self.buffers, self.chunk = {}, None
 
     def _capture(self, stmt):
         value = self.values[stmt]
         return self.b.load(value) if stmt.op == 'alloca' else value
-
-
-class _CountedLoop:
-    def __init__(self, emitter, begin, end):
-        self.e, self.begin, self.end = emitter, begin, end
-
-    def __enter__(self):
-        e, b = self.e, self.e.b
-        self.counter = e.alloca(I64)
-        b.store(self.begin, self.counter)
-        self.head, body = e.fn.append_basic_block('count'), e.fn.append_basic_block('counted')
-        self.exit = e.fn.append_basic_block('counted_end')
-        b.branch(self.head)
-        b.position_at_end(self.head)
-        i = b.load(self.counter)
-        b.cbranch(b.icmp_signed('<', i, self.end), body, self.exit)
-        b.position_at_end(body)
-        return i
-
-    def __exit__(self, *exc):
-        if exc[0] is None:
-            b = self.e.b
-            if not b.block.is_terminated:
-                b.store(b.add(b.load(self.counter), I64(1)), self.counter)
-                b.branch(self.head)
-            b.position_at_end(self.exit)
-
-
-class BufferStore:
-    """A buffered loop's buffers (ordering.py): per chunk and field, {buffer, flags, list of
-    touched offsets, its length}, in a global of the kernel's module, allocated on first
-    use (calloc: pages a chunk never touches cost nothing) and kept for later launches."""
-    ENTRY = llir.LiteralStructType([I8P, I8P, I64.as_pointer(), I64])
-
-    def __init__(self, km, name, plan, location):
-        self.km, self.plan, self.location = km, plan, location
-        table = llir.ArrayType(llir.ArrayType(self.ENTRY, len(plan.targets)), ordering.MAX_CHUNKS)
-        self.table = llir.GlobalVariable(km.module, table, name=f'{name}_buffers')
-        self.table.linkage, self.table.initializer = 'internal', table(None)
-        self.lock = llir.GlobalVariable(km.module, I32, name=f'{name}_lock')
-        self.lock.linkage, self.lock.initializer = 'internal', I32(0)
-
-    def entry(self, b, c, t):
-        return [b.gep(self.table, [I32(0), c, I32(t), I32(k)]) for k in range(4)]
-
-    def buffers(self, e, c, t):
-        """(buffer typed as the field, flags, list, length pointer) of chunk c's field t,
-        allocated when first used."""
-        b, km = e.b, self.km
-        field = list(self.plan.targets)[t]
-        buf, flags, listed, length = self.entry(b, c, t)
-        count = 1
-        for n in tuple(field.shape) + tuple(field.element_shape):
-            count *= n
-        calloc = km.runtime_function('calloc', I8P, [I64, I64])
-        with b.if_then(b.icmp_unsigned('==', b.load(buf), llir.Constant(I8P, None)), likely=False):
-            parts = [b.call(calloc, [I64(count), I64(size)]) for size in (field.dtype.np.itemsize, 1, 8)]
-            failed = b.or_(b.or_(*[b.icmp_unsigned('==', p, llir.Constant(I8P, None)) for p in parts[:2]]),
-                           b.icmp_unsigned('==', parts[2], llir.Constant(I8P, None)))
-            with b.if_then(failed, likely=False):
-                b.store(I64(rt.ERROR_OUT_OF_MEMORY), e.rt_word(rt.RT_ERROR_FLAG))
-                b.store(I64(self.location), e.rt_word(rt.RT_ERROR_LOC))
-                b.store(I64(-1), e.rt_word(rt.RT_ERROR_FIELD))
-                b.branch(e.abort_block())
-                b.position_at_end(b.append_basic_block('unreachable'))
-            b.store(parts[1], flags)
-            b.store(b.bitcast(parts[2], I64.as_pointer()), listed)
-            b.store(parts[0], buf)
-        typed = b.bitcast(b.load(buf), llvm_type(field.dtype).as_pointer())
-        return typed, b.load(flags), b.load(listed), length
 
 
 def _location_key(loc):
