@@ -222,8 +222,13 @@ def bench_compile():
 
 
 def peak_mb():
-    """This process's peak resident memory so far (Linux reports kilobytes)."""
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    """This process's peak resident memory so far: VmHWM (ru_maxrss would include the
+    parent's before exec, and the parent holds the 16M-element arrays of bench_elementwise)."""
+    try:
+        with open('/proc/self/status') as f:
+            return next(int(line.split()[1]) for line in f if line.startswith('VmHWM:')) / 1024
+    except (OSError, StopIteration):
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def run_simulator(name, threads, quick, cache_dir, iterations=3, rules=True, bounds=True, any_order=False):
