@@ -52,6 +52,21 @@ def run(threads, dtype):
             for i in x:
                 g[(i * 3) % m] += x[i] * 0.25
 
+    g8 = ti.field(dtype, shape=256)
+
+    @ti.kernel
+    def narrowed():                     # u8(i) wraps: i and i + 256 add into one element
+        for i in x:
+            w = x[i]
+            for _ in range(100):        # slow iterations: the threads' chunks overlap in time
+                w = w * 0.9999 + 1e-7
+            g8[ti.cast(i, ti.u8)] += w
+
+    @ti.kernel
+    def racy():                         # reads what other iterations write: run in order
+        for i in x:
+            g[i % m] += g[(i + 1) % m] * 1e-3
+
     @ti.kernel
     def peaks():
         for i in x:
@@ -94,13 +109,15 @@ def run(threads, dtype):
     into_ndarray(arr)
     peaks()
     inside_if(1)
+    narrowed()
+    racy()
     total = reduce_local()
     append()
-    return digest(*values, g.to_numpy(), *grads, tangent, arr.to_numpy(), np.array([total]), order.to_numpy(), count.to_numpy())
+    return digest(*values, g.to_numpy(), g8.to_numpy(), *grads, tangent, arr.to_numpy(), np.array([total]), order.to_numpy(), count.to_numpy())
 
 
 for dtype in (ti.f32, ti.f64):
-    print(dtype, *{run(t, dtype) for t in (1, 2, 3, 2)})
+    print(dtype, *{run(t, dtype) for t in (1, 2, 3, 2, 3, 2)})
 """
 
 _GENERATED = """
