@@ -21,7 +21,7 @@ class Context:
         # the grad_for function running in forward over reverse (hvp, hessian), whose writes
         # to gradients from Python carry no tangent (engine/language/fields.py refuses them)
         self.custom_backward = None
-        # refuses a value a kernel returned on a tape written from Python (engine/runtime/tape.py)
+        # refuses a value a kernel returned on a tape written from Python (engine/runtime/results.py)
         self.check_written_value = None
         # the Watch of wrapped functions' calls recording or awaiting their backward pass
         # (engine/runtime/pending.py): sees every launch and write from Python first

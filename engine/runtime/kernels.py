@@ -11,7 +11,7 @@ import numpy as np
 
 from ..core import dtypes as T
 from ..ir import ops
-from . import pipeline, tape
+from . import pipeline, results
 from ..language import structs
 from ..language.abi import (ArgSpec, ExternalArray, NdarrayType, adopt_arrays, as_array, call_error, element_shape_of,
                             key_of, refuse_lost_gradients)
@@ -86,7 +86,7 @@ class Kernel:
             recorder = ctx.tape
             differentiating = recorder is not None or ctx.forward is not None
             if differentiating:     # return values of earlier launches as arguments; forward mode's param
-                tape.before_launch(self, compiled, args)
+                results.before_launch(self, compiled, args)
             shadowed = recorder.check(self, compiled, args) if recorder is not None else None
             if shadowed and launched is compiled:      # checks the rules inside this launch
                 launched = pipeline.checked_of(compiled, shadowed)
@@ -102,7 +102,7 @@ class Kernel:
             if ctx.capture is not None:
                 ctx.capture.add(self, args, compiled, launched)
             if differentiating and result is not None:
-                result = tape.returned(self, compiled, args, result)
+                result = results.returned(self, compiled, args, result)
             return result
         except USER_ERRORS as exc:       # the traceback ends at the caller's frames
             user_frames_only(exc)

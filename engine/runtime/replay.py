@@ -58,16 +58,43 @@ done:
 }
 '''.replace('RT_PRINT_LAUNCH', str(program.RT_PRINT_LAUNCH))
 
-_replay = None
+# A put-back as a step of a replayed list: its argument buffer is (to, bytes, the values).
+_RESTORE_IR = r'''
+declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)
+define void @engine_restore(ptr %fields, ptr %buf, ptr %rt) {
+entry:
+  %to = load ptr, ptr %buf
+  %n.slot = getelementptr i64, ptr %buf, i64 1
+  %n = load i64, ptr %n.slot
+  %from = getelementptr i64, ptr %buf, i64 2
+  call void @llvm.memcpy.p0.p0.i64(ptr %to, ptr %from, i64 %n, i1 false)
+  ret void
+}
+'''
+
+_RESTORE_HEADER = struct.Struct('<2Q')
+_PADDING = [b'\0' * (-n % 8) for n in range(8)]
+_native = {}
 
 
 def _native_loop():
-    global _replay
-    if _replay is None:
+    if 'replay' not in _native:
         address = jit.load_object(jit.compile_ir(_REPLAY_IR), ['engine_replay'])['engine_replay']
-        _replay = jit.cfunc(address, ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
-                            ctypes.c_void_p, ctypes.c_void_p)
-    return _replay
+        _native['replay'] = jit.cfunc(address, ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
+                                      ctypes.c_void_p, ctypes.c_void_p)
+    return _native['replay']
+
+
+def _restore_address():
+    if 'restore' not in _native:
+        _native['restore'] = jit.load_object(jit.compile_ir(_RESTORE_IR), ['engine_restore'])['engine_restore']
+    return _native['restore']
+
+
+# The `kernel` of a put-back in a LaunchList: saved values copied back over the elements
+# they came from when a backward pass reaches that point, natively, between the adjoints.
+RESTORE = 'restore'
+_RESTORE_CALL = (RESTORE, ())      # its (kernel, args) in LaunchList.calls
 
 
 class LaunchList:
@@ -78,6 +105,9 @@ class LaunchList:
         self.calls = []            # (Kernel, args) of each launch, for the Python paths
         self.offsets = []          # where its argument bytes start in self.arguments
         self.arguments = bytearray()
+        self.restored_bytes = 0    # of self.arguments: the values Restores put back ...
+        self.restored = {}         # ... by the name of what they are put back into
+        self.restores = {}         # launch index of a put-back -> the view it puts values back into
         self._frozen = None
         self._adjoints = None
 
@@ -88,6 +118,25 @@ class LaunchList:
         self.offsets.append(len(self.arguments))
         self.arguments += packed.raw
 
+    def add_restore(self, view, address, name):
+        """A put-back of the values of `view` (C-contiguous, at `address`, of the array called
+        `name`) as they are now: its argument bytes are (address, bytes, the values)."""
+        nbytes = view.nbytes
+        self.restores[len(self.kernels)] = view    # (a dict of arrays: no work for the garbage collector)
+        self.kernels.append(RESTORE)
+        self.calls.append(_RESTORE_CALL)
+        self.offsets.append(len(self.arguments))
+        self.arguments += _RESTORE_HEADER.pack(address, nbytes)
+        self.arguments += view.data
+        self.arguments += _PADDING[nbytes % 8]      # the next launch's arguments stay aligned
+        self.restored_bytes += nbytes
+        self.restored[name] = self.restored.get(name, 0) + nbytes
+
+    def put_back(self, k):
+        """Launch k, a put-back, on the Python paths (forward mode, native replay off)."""
+        view = self.restores[k]
+        view[...] = np.frombuffer(self.arguments, view.dtype, view.size, self.offsets[k] + 16).reshape(view.shape)
+
     def adjoint_addresses(self):
         """Each launch's adjoint entry point, computed once per kernel and again only after a
         gradient has been placed (adjoints are then rebuilt)."""
@@ -96,7 +145,8 @@ class LaunchList:
             by_kernel = {}
             for compiled in self.kernels:
                 if compiled not in by_kernel:
-                    by_kernel[compiled] = pipeline.adjoint_of(compiled).address
+                    by_kernel[compiled] = _restore_address() if compiled is RESTORE \
+                        else pipeline.adjoint_of(compiled).address
             self._adjoints = (epoch, np.array([by_kernel[c] for c in self.kernels], dtype=np.uint64))
         return self._adjoints[1]
 

@@ -5,7 +5,6 @@ The backward pass runs the adjoint kernels in one native loop (engine/runtime/re
 returning to Python only for custom gradients (grad_replaced) and in forward mode.
 """
 import contextlib
-import weakref
 
 import numpy as np
 
@@ -13,14 +12,14 @@ from . import pipeline, replay, tape_rules
 from .tape_rules import forget_memo
 from ..core.context import ctx
 from ..core.program import current as current_program
-from ..core.errors import USER_ERRORS, AutodiffError, user_frames_only
-from ..autodiff.rules import READ
+from ..core.errors import USER_ERRORS, user_frames_only
 from ..language.fields import Field, Ndarray
-from ..language.matrix import Matrix
 from .finite_diff import check_tape, restore_fields, snapshot_fields, values_of
 
 
 
+_KEPT = {'saved': 'values of {} saved before a write over what earlier launches read',
+         'python': 'values of {} around writes from Python'}
 _RECORD_BYTES = 120      # a launch's record besides its argument bytes (list entries, the args tuple)
 
 
@@ -47,7 +46,7 @@ class Tape:
         # the rules inside a launch: checked at each launch, or at the first launch of each
         # kernel with each arguments (engine/autodiff/rules.py)
         self.check_every_launch = 'always' in (validation, config.ad_validation) or config.debug
-        self.restored = {}      # Targets whose elements a backward pass puts back: id -> Target
+        self.restored = {}      # Targets whose elements a backward pass puts back: id(data) -> Target
         self.seen_ndarrays = {}
         self.loss = loss
         self.clear_gradients = clear_gradients
@@ -58,7 +57,10 @@ class Tape:
         self.units = []      # (kernel launches recorded before it, Unit) for the other units
         self.suspended = 0
         self.snapshot = None
-        self.kept = {}          # what the tape keeps besides launch records: description -> bytes
+        self.kept = {}          # what the tape keeps besides launch records: (what, name) -> bytes
+        self.kept_bytes = 0
+        self.check_at = 0       # the native saves' bytes beyond which the memory limit is checked (_keep)
+        self.addresses = {}     # id(array) -> (array, the address of its data)
         self.memory_limit = config.tape_memory_limit
 
     def skips(self, kernel):
@@ -68,27 +70,27 @@ class Tape:
     def check(self, kernel, compiled, args):
         """Before a launch: the global data access rules (engine/autodiff/rules.py). Saves what the
         launch will overwrite of what earlier launches read; returns what the launch must
-        keep shadow words for to check the rules inside it (none: launch it as it is)."""
+        keep shadow words for to check the rules inside it (none: launch it as it is).
+        Runs at every launch: a DiffTaichi loop makes thousands a second, so it is kept short."""
         if self.snapshot is not None:
             self._snapshot_ndarrays(args, compiled.layout.ndarrays)
-        if self.checker is None or self.suspended:
+        checker = self.checker
+        if checker is None or self.suspended:
             return None
-        summary = compiled.access_summary()
-        no_grad = self.skips(kernel)
+        summary = compiled.summary or compiled.access_summary()
+        no_grad = kernel.no_grad or ctx.no_grad_depth > 0
         if not no_grad and summary.violation:
             raise summary.violation
-        key = _args_key(args)
-        saves, touched = self.checker.launch(summary, args, None if no_grad else kernel.name,
-                                             (id(compiled), key))
+        saves, touched = checker.launch(summary, args, None if no_grad else kernel.name, id(compiled))
         if saves:
-            self._save(saves, f'kernel {kernel.name}')
+            self._save(saves, args, kernel.name)
         if no_grad:
             if touched and summary.stores_with_grad:
                 # it overwrites what the tape used: the gradient of the old values ends here
                 self.record_custom(lambda *a: _launch_adjoint(pipeline.no_grad_adjoint_of(compiled), a), args,
                                    f'{kernel.name} (no_grad)', forward=lambda *a: compiled.launch(a))
             return None
-        if not (self.check_every_launch or self.checker.new_step):
+        if not (self.check_every_launch or checker.new_step):
             return None         # this launch was checked in this sequence of launches before
         return compiled.shadowed(args) or None
 
@@ -100,19 +102,48 @@ class Tape:
             if not any(array is a for a, _ in self.snapshot):
                 self.snapshot.append((array, values_of(array).copy()))
 
-    def _save(self, saves, before):
-        """Keep the elements a write is about to change (and their tangents) for the
-        backward pass of the launches before it."""
-        saved = [(t, index, t.data[index].copy(), None if t.dual is None else t.dual[index].copy())
-                 for t, index in saves]
-        for t, _, values, tangents in saved:
-            self._keep(f'values of {t.name} saved before a write over what earlier launches read',
-                       values.nbytes + (0 if tangents is None else tangents.nbytes))
-        self.record_custom(lambda: _put_back(saved), (), f'restore before {before}', forward=lambda: None)
-        for t, _ in saves:
-            self.restored[id(t)] = t
+    def _save(self, saves, args, before):
+        """Keep the elements a write is about to change (and their tangents) for the backward
+        pass of the launches before it: `saves` are tape_rules.Saves, `args` the launch's,
+        `before` what writes (a kernel's name).
+        Contiguous elements without tangents are put back natively, as a step of the
+        replayed adjoints (LaunchList.add_restore); this path runs once per save, so it is short."""
+        python = []
+        for save in saves:
+            target = self.restored.get(id(save.obj._data)) if save.offset is not None else None
+            if target is None:
+                target = self._target(save.obj, args)
+            if save.offset is not None and target.dual is None:
+                data = target.data
+                view = data[save.view]
+                if view.size:
+                    base = self.addresses.get(id(data))
+                    if base is None or base[0] is not data:
+                        base = self.addresses[id(data)] = (data, data.ctypes.data)
+                    self.native.add_restore(view, base[1] + save.offset, target.name)
+                continue
+            index = save.index
+            values = target.data[index].copy()
+            tangents = None if target.dual is None else target.dual[index].copy()
+            python.append((target, index, values, tangents))
+            self._keep(('saved', target.name), values.nbytes + (0 if tangents is None else tangents.nbytes))
+        if python:
+            self.record_custom(lambda: _put_back(python), (), f'restore before {before}', forward=_nothing)
+        if self.native.restored_bytes > self.check_at:
+            self._keep(None, 0)
         if ctx.capture is not None:
             ctx.capture.replayable = False
+
+    def _target(self, obj, args):
+        """The tapes_rules.Target of what a save names, kept in self.restored: the state
+        the backward pass leaves is put back at its end."""
+        if isinstance(obj, Field):      # the common case, found with no call
+            target = self.restored.get(id(obj._data))
+            if target is not None:
+                return target
+        target = obj if isinstance(obj, tape_rules.Target) else self.checker.target(obj, args)
+        self.restored[id(target.data)] = target
+        return target
 
     def record(self, kernel, args, compiled, launched):
         """A launch of `kernel`: primal code `compiled`, run as `launched` (whose buffer
@@ -121,7 +152,7 @@ class Tape:
             return
         self.native.add(compiled, launched.buffer, kernel, args)
         if not len(self.native.kernels) & 0x3FF:       # every 1,024 launches
-            self._keep('', 0)
+            self._keep(None, 0)
         if compiled.layout.ndarrays and self.clear_gradients:
             self._clear_ndarray_gradients(args, compiled.layout.ndarrays)
 
@@ -150,7 +181,7 @@ class Tape:
         if not touched:
             return assign()
         old = (target.data[index].copy(), None if target.dual is None else target.dual[index].copy())
-        self._keep(f'values of {target.name} around writes from Python',     # before the write
+        self._keep(('python', target.name),     # before the write
                    2 * old[0].nbytes + (0 if old[1] is None else old[1].nbytes))
         assign()
         new = target.data[index].copy()
@@ -169,7 +200,7 @@ class Tape:
             if target.dual is not None:
                 target.dual[index] = 0
         if read:
-            self.restored[id(target)] = target
+            self.restored[id(target.data)] = target
         self.record_custom(backward, (), f'write to {target.name} from Python', forward=forward)
 
     def _grad_write(self, obj, index, assign):
@@ -234,7 +265,7 @@ class Tape:
                 return False
             saves = self.checker.replay(recording)
             if saves:
-                self._save(saves, f'replay of {recording.name}')
+                self._save(saves, None, f'the replay of {recording.name}')
         if self.clear_gradients:
             for array in recording.ndarrays_with_grad():
                 self.clear_ndarray_gradient(array)
@@ -243,16 +274,23 @@ class Tape:
         return True
 
     def _keep(self, what, nbytes):
-        """Count `nbytes` more kept for `what`; beyond ti.init(tape_memory_limit=...) a
-        MemoryError that says what the tape holds, before the system runs out of memory."""
+        """Count `nbytes` more kept for `what` (a key of _KEPT, and a name; None: only check);
+        beyond ti.init(tape_memory_limit=...) a MemoryError that says what the tape holds,
+        before the system runs out of memory."""
         if what:
             self.kept[what] = self.kept.get(what, 0) + nbytes
-        records = len(self.native.arguments) + _RECORD_BYTES * len(self.native.kernels)
-        total = records + sum(self.kept.values())
+            self.kept_bytes += nbytes
+        native = self.native
+        records = len(native.arguments) - native.restored_bytes + _RECORD_BYTES * len(native.kernels)
+        total = records + self.kept_bytes + native.restored_bytes
+        # native saves are counted at each launch; the total is computed again when they pass
+        # the headroom left, or 1 MiB more (records are checked every 1,024 launches)
+        self.check_at = native.restored_bytes + min(1 << 20, self.memory_limit - total) \
+            if self.memory_limit else float('inf')
         if self.memory_limit and total > self.memory_limit:
-            held = sorted(self.kept.items(), key=lambda item: -item[1])
-            lines = [f'  {_size(nbytes)}: {what}' for what, nbytes in held[:6]]
-            lines.append(f'  {_size(records)}: the records of {len(self.native.kernels):,} launches')
+            held = sorted(self.memory_report().items(), key=lambda item: -item[1])
+            lines = [f'  {_size(nbytes)}: {what}' for what, nbytes in held if what != 'records'][:6]
+            lines.append(f'  {_size(records)}: the records of {len(native.kernels):,} launches')
             raise MemoryError(
                 f'the tape holds {_size(total)}, more than ti.init(tape_memory_limit='
                 f'{self.memory_limit}) allows ({_size(self.memory_limit)}):\n' + '\n'.join(lines) + '\nTo keep less: record fewer steps '
@@ -260,6 +298,19 @@ class Tape:
                 f'docs/checkpointing_and_custom_gradients.md); index a state by time step '
                 f'(x[t + 1, i] = f(x[t, i])) instead of updating it in place, which needs no saves; '
                 f'or raise the limit (0: none)')
+
+    def memory_report(self):
+        """What the tape holds, in bytes: {'records': the launches' records, and per field or
+        ndarray, its values saved before writes over what earlier launches read and around
+        writes from Python}."""
+        native = self.native
+        report = {'records': len(native.arguments) - native.restored_bytes + _RECORD_BYTES * len(native.kernels)}
+        for (kind, name), nbytes in self.kept.items():
+            report[_KEPT[kind].format(name)] = nbytes
+        for name, nbytes in native.restored.items():
+            what = _KEPT['saved'].format(name)
+            report[what] = report.get(what, 0) + nbytes
+        return report
 
     def record_custom(self, backward, args, name, forward=None):
         if not self.suspended:
@@ -272,8 +323,12 @@ class Tape:
         """Every unit as (backward, args, forward), in recording order (the Python paths)."""
         calls, units, n = self.native.calls, self.units, 0
         for before, unit in units + [(len(calls), None)]:
-            for kernel, args in calls[n:before]:
-                yield kernel.grad.run, args, kernel
+            for k in range(n, before):
+                kernel, args = calls[k]
+                if kernel is replay.RESTORE:
+                    yield self.native.put_back, (k,), _nothing
+                else:
+                    yield kernel.grad.run, args, kernel
             n = before
             if unit is not None:
                 yield unit.backward, unit.args, unit.forward
@@ -363,7 +418,9 @@ class Tape:
 
     def _run_adjoints(self, adjoints, start, end):
         """The adjoints of kernel launches start..end-1, last first, in one native loop."""
-        if end - start == 1:        # one launch between custom gradients: no array needed
+        if end - start == 1 and self.native.kernels[start] is replay.RESTORE:
+            self.native.put_back(start)
+        elif end - start == 1:        # one launch between custom gradients: no array needed
             adjoint = pipeline.adjoint_of(self.native.kernels[start])
             prog = adjoint.program
             adjoint.cfunc(prog.field_table_address, int(self.native.buffer_addresses()[start]),
@@ -390,6 +447,10 @@ def _put_back(saved):
             target.dual[index] = dual
 
 
+def _nothing(*args):
+    """Replaying the forward pass, a put-back does nothing: its values are the launches' to write."""
+
+
 def _launch_adjoint(adjoint, args):
     """An adjoint launched from Python; in forward mode its tangents too (forward over reverse)."""
     if ctx.forward is not None:
@@ -403,14 +464,6 @@ def _grad_dual(obj):
     if isinstance(dual, Field):
         return dual._data if dual.placed else None
     return None if dual is None else dual.data
-
-
-def _args_key(args):
-    try:
-        hash(args)
-        return args
-    except TypeError:
-        return tuple(a if isinstance(a, (int, float)) else id(a) for a in args)
 
 
 def _python_backward(recording):
@@ -434,155 +487,3 @@ def _check_loss(loss):
         fix = 'ti.ndarray(..., needs_grad=True)' if isinstance(loss, Ndarray) else \
             'needs_grad=True or call ti.root.lazy_grad()'
         raise ValueError(f'the loss {loss.name} needs a gradient: declare it with {fix}')
-
-
-# --- a kernel's return value, on a tape or in forward mode ----------------------------------
-# A kernel's return value is a plain number to Python: no gradient (or tangent) goes with it
-# into a later kernel that takes it as an argument. While a tape records or forward mode runs,
-# a float a kernel returns from differentiable inputs is a KernelResult, which remembers the
-# kernel, and a later launch refuses it as an argument instead of computing a gradient
-# silently without its path (docs/fields_and_gradients.md).
-
-class KernelResult(float):
-    """A float a kernel returned while a tape recorded (or forward mode ran) from inputs
-    with gradients (tangents). Arithmetic in Python keeps the mark; float(v) drops it."""
-    __slots__ = ('origin',)
-
-    def __reduce__(self):           # pickles, copies, sends as the plain float it is
-        return float, (float(self),)
-
-    def __repr__(self):
-        return float.__repr__(self)
-
-
-def _marked(value, origin):
-    result = KernelResult(value)
-    result.origin = origin
-    return result
-
-
-def _arithmetic(name):
-    op = getattr(float, name)
-
-    def method(self, *other):
-        result = op(self, *other)
-        if type(result) is float:
-            origins = [self.origin] + [o.origin for o in other if isinstance(o, KernelResult)]
-            return _marked(result, origins[0])
-        return result
-    method.__name__ = name
-    return method
-
-
-for _name in ('__add__', '__radd__', '__sub__', '__rsub__', '__mul__', '__rmul__', '__truediv__',
-              '__rtruediv__', '__floordiv__', '__rfloordiv__', '__mod__', '__rmod__', '__pow__',
-              '__rpow__', '__neg__', '__pos__', '__abs__'):
-    setattr(KernelResult, _name, _arithmetic(_name))
-
-
-class _Origin:
-    """Where a KernelResult came from: the kernel, and the tape or forward mode it ran in."""
-    __slots__ = ('kernel', 'modes')
-
-    def __init__(self, kernel, modes):
-        self.kernel, self.modes = kernel, tuple(weakref.ref(m) for m in modes)
-
-    def live(self):
-        """The modes of its launch still in effect (the gradient through it is still to come)."""
-        return [m() for m in self.modes if m() is not None and m() in (ctx.tape, ctx.forward)]
-
-
-def before_launch(kernel, compiled, args):
-    """Before a launch while a tape records or forward mode runs (engine/runtime/kernels.py)."""
-    for spec, value in zip(kernel.specs, args):
-        if spec.kind in ('scalar', 'compound'):
-            _refuse_results(kernel, spec.name, value)
-    launching = getattr(ctx.forward, 'launching', None)
-    if launching is not None:
-        launching(compiled, args)
-
-
-def _refuse_results(kernel, name, value):
-    for number in _numbers(value):
-        if not isinstance(number, KernelResult):
-            continue
-        live = number.origin.live()
-        tape = ctx.tape
-        if tape is not None and tape in live and tape.skips(kernel) and ctx.forward not in live:
-            continue    # a no_grad launch: its results are constants to the tape anyway
-        if live:
-            source = number.origin.kernel
-            what = 'its gradient' if ctx.tape in live else 'its tangent'
-            raise AutodiffError(
-                f'kernel {kernel.name}() gets argument {name!r} = {float(number)!r}, a value that kernel '
-                f'{source}() returned inside this {"ti.ad.Tape" if ctx.tape in live else "ti.ad.FwdMode"}: '
-                f'{what} would be lost, as a kernel\'s return value carries none to later kernels. '
-                f'Write it to a 0-D field instead (`s = ti.field(float, shape=(), needs_grad=True)`, '
-                f'`s[None] = ...` in {source}, `s[None]` read in {kernel.name}); or pass float(value) '
-                f'if it is meant as a constant')
-
-
-def check_written_value(owner, value):
-    """A write from Python while a tape records or forward mode runs: a value a kernel
-    returned in it would lose its gradient (tangent) in the field, as in a later launch."""
-    for number in _numbers(value):
-        if isinstance(number, KernelResult) and number.origin.live():
-            mode = 'ti.ad.Tape' if ctx.tape in number.origin.live() else 'ti.ad.FwdMode'
-            raise AutodiffError(
-                f'{getattr(owner, "name", "an ndarray")} is written from Python with {float(number)!r}, a '
-                f'value that kernel {number.origin.kernel}() returned inside this {mode}: its '
-                f'derivative would be lost, as a kernel\'s return value carries none. Write it to the '
-                f'field in {number.origin.kernel}() instead; or write float(value) if it is meant as a '
-                f'constant')
-
-
-ctx.check_written_value = check_written_value
-
-
-def _numbers(value):
-    """The floats in an argument (a scalar, a vector or matrix, a tuple or list of them)."""
-    if isinstance(value, float):
-        yield value
-    elif isinstance(value, Matrix):
-        for entry in value.entries:
-            yield from _numbers(entry)
-    elif isinstance(value, (tuple, list)):
-        for item in value:
-            yield from _numbers(item)
-
-
-def returned(kernel, compiled, args, result):
-    """A launch's return value while a tape records or forward mode runs: marked when it
-    may depend on inputs with gradients (tangents)."""
-    modes = []
-    tape = ctx.tape
-    if tape is not None and not tape.suspended and not tape.skips(kernel) and _reads(compiled, args, 'grad'):
-        modes.append(tape)
-    if ctx.forward is not None and not isinstance(ctx.forward, str) and _reads(compiled, args, 'dual'):
-        modes.append(ctx.forward)
-    if not modes:
-        return result
-    return _mark_numbers(result, _Origin(kernel.name, modes))
-
-
-def _reads(compiled, args, role):
-    for obj, kind, _, _ in compiled.access_summary().accesses:
-        if kind != READ:
-            continue
-        if isinstance(obj, Field):
-            other = getattr(obj, role)
-            if other is not None and other.placed:
-                return True
-        elif getattr(args[obj.index], role, None) is not None:
-            return True
-    return False
-
-
-def _mark_numbers(value, origin):
-    if type(value) is float:
-        return _marked(value, origin)
-    if isinstance(value, Matrix):
-        return Matrix._make(value.shape, [_mark_numbers(e, origin) for e in value.entries])
-    if type(value) is tuple:
-        return tuple(_mark_numbers(v, origin) for v in value)
-    return value

@@ -40,15 +40,32 @@ def field_target(field):
     return Target(field._data, field.name, dual, grad, field.shape)
 
 
+class Save:
+    """Elements a step must save: `index` of `obj` (a field, an NdarrayArg or a Target). For
+    a field whose elements are contiguous, also where they are: `view` (a numpy index of
+    the view) and `offset` (its bytes from the field's start). A plan's saves serve every
+    tape that follows it, so a save costs a view and a copy, not an index computation."""
+    __slots__ = ('obj', 'index', 'view', 'offset')
+
+    def __init__(self, obj, index, data=None):
+        self.obj, self.index, self.view, self.offset = obj, index, None, None
+        if isinstance(obj, Field) and isinstance(index, tuple):
+            view = data[index + (Ellipsis,)]
+            if view.flags.c_contiguous:
+                self.view = index + (Ellipsis,)
+                self.offset = view.__array_interface__['data'][0] - data.__array_interface__['data'][0]
+
+
 class PlanNode:
     """What the tape did at one step of a sequence of launches it has seen (the saves, and
-    whether the step modified what earlier steps used), and the steps seen after it."""
-    __slots__ = ('plan', 'next')
+    whether the step modified what earlier steps used), and the steps seen after it.
+    `summary`: the access summary of the step's kernel (None: a step other than a launch)."""
+    __slots__ = ('plan', 'next', 'summary')
     count = 0               # nodes in all programs' memos
     LIMIT = 1_000_000       # beyond it, sequences are checked without being memoized
 
-    def __init__(self, plan=None):
-        self.plan, self.next = plan, {}
+    def __init__(self, plan=None, summary=None):
+        self.plan, self.next, self.summary = plan, {}, summary
 
 
 def memo_of(prog):
@@ -77,31 +94,42 @@ class TapeChecker:
         self.targets = {}       # id(field) or abi.memory_key(array) -> Target
         self.cut = {}           # float field without a gradient -> (kernel, fields) that wrote it from fields with one
         self.cursor = memo      # the memo's node of the steps so far; None once off the memo
-        self.unmarked = []      # steps followed on the memo whose marks are not applied yet
+        # the steps followed on the memo whose marks are not applied yet: their nodes, and
+        # each launch's args or another step's (mark, operands). Appending existing objects
+        # allocates nothing: a tape following the memo leaves the garbage collector idle.
+        self.unmarked_nodes, self.unmarked = [], []
         self.new_step = True    # the last step was not in the memo (its launch is checked inside)
 
-    def _step(self, key, mark, *operands, check=None):
+    def _step(self, key, mark, *operands, check=None, summary=None):
         """The plan of one step: from the memo when this sequence was seen; else `check()`
         (may raise), then `mark(*operands)`, which marks what the step reads and modifies
-        and returns the plan."""
+        and returns the plan. `summary`: a launch's (its operands are (summary, args))."""
         node = self.cursor.next.get(key) if self.cursor is not None else None
         self.new_step = node is None
         if node is not None:
             self.cursor = node
-            self.unmarked.append((mark, operands))
+            self.unmarked_nodes.append(node)
+            self.unmarked.append(operands[1] if summary is not None else (mark, operands))
             return node.plan
-        for pending, pending_operands in self.unmarked:     # off the memo: catch up
-            pending(*pending_operands)
-        self.unmarked = []
+        self._catch_up()
         if check is not None:
             check()
         plan = mark(*operands)
         if self.cursor is not None and PlanNode.count < PlanNode.LIMIT:
             PlanNode.count += 1
-            self.cursor.next[key] = self.cursor = PlanNode(plan)
+            self.cursor.next[key] = self.cursor = PlanNode(plan, summary)
         else:
             self.cursor = None
         return plan
+
+    def _catch_up(self):
+        """Off the memo: apply the marks of the steps followed on it."""
+        for node, pending in zip(self.unmarked_nodes, self.unmarked):
+            if node.summary is not None:
+                self._mark_launch(node.summary, pending)
+            else:
+                pending[0](*pending[1])
+        self.unmarked_nodes, self.unmarked = [], []
 
     def target(self, obj, args=None):
         """The Target of a Field, of an ndarray, or of an ndarray argument (an NdarrayArg
@@ -124,13 +152,22 @@ class TapeChecker:
             found = fresh
         return found
 
-    def launch(self, summary, args, kernel_name, key):
-        """Before a launch: ([(Target, numpy index)] of read elements it will modify, which
-        the tape saves; whether it modifies elements earlier launches read or modified).
-        Raises when a gradient would be lost. `kernel_name` None: a no_grad kernel."""
+    def launch(self, summary, args, kernel_name, kernel_id):
+        """Before a launch of the compiled kernel with id `kernel_id`: ([Save] of read elements
+        it will modify; whether it modifies elements earlier launches read or modified).
+        Raises when a gradient would be lost. `kernel_name` None: a no_grad kernel.
+        Runs at every launch: the common case, a sequence seen before, is _step inlined."""
+        try:
+            node = self.cursor.next.get((kernel_id, args))
+        except (AttributeError, TypeError):     # off the memo (no cursor), or args that do not hash
+            node = None
+        if node is not None:
+            self.cursor, self.new_step = node, False
+            self.unmarked_nodes.append(node)
+            self.unmarked.append(args)
+            return node.plan
         check = None if kernel_name is None else lambda: self._check_gradient_flow(summary, kernel_name, args)
-        saves, touched = self._step(key, self._mark_launch, summary, args, check=check)
-        return [(self.target(obj, args), index) for obj, index in saves] if saves else saves, touched
+        return self._step((kernel_id, _args_key(args)), self._mark_launch, summary, args, check=check, summary=summary)
 
     def _mark_launch(self, summary, args):
         saves, touched, writes = [], False, []
@@ -139,7 +176,7 @@ class TapeChecker:
                 target = self.target(obj, args)
                 index = box.index(args, target.shape)
                 if target.marks[index].any():
-                    saves.append((obj, index))
+                    saves.append(Save(obj, index, target.data))
                 touched = touched or target.written[index].any()
                 writes.append((target, index))
         for obj, kind, box, _ in summary.accesses:
@@ -157,7 +194,7 @@ class TapeChecker:
         if recording.footprint is None:
             recording.footprint = _footprint(recording.calls, recording.launches.kernels)
         saves = self._step(('replay', id(recording)), self._mark_replay, recording.footprint)
-        return [(self.target(obj, args), mask) for obj, args, mask in saves]
+        return [Save(self.target(obj, args), mask) for obj, args, mask in saves]
 
     def _mark_replay(self, footprint):
         saves = []
@@ -219,6 +256,15 @@ class TapeChecker:
             self.cut[_identity(obj, args)] = (kernel_name, sources)
 
 
+def _args_key(args):
+    """A launch's arguments as a key: themselves, or with ids for those that do not hash."""
+    try:
+        hash(args)
+        return args
+    except TypeError:
+        return tuple(a if isinstance(a, (int, float)) else id(a) for a in args)
+
+
 def _identity(obj, args):
     """A field, or the memory of an ndarray argument (abi.memory_key)."""
     return id(obj) if isinstance(obj, Field) else memory_key(as_array(args[obj.index]))
@@ -245,5 +291,5 @@ def _footprint(calls, compiled):
 def needs_saves(calls, compiled):
     """Whether launches, run in order on a fresh tape, overwrite what an earlier one read."""
     checker = TapeChecker()
-    return any(checker.launch(kernel.access_summary(), args, None, None)[0]
+    return any(checker.launch(kernel.access_summary(), args, None, id(kernel))[0]
                for (_, args), kernel in zip(calls, compiled))
