@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 import engine as ti
+from engine.core.errors import AutodiffRuleError
 
 SWEEPS, N = 3, 8
 
@@ -161,3 +162,97 @@ def test_saves_before_overwrites_are_put_back_and_gradients_match_finite_differe
             assert grad[t, c] == pytest.approx(fd, rel=1e-6, abs=1e-9), (t, c)
     tape, _ = run(start)
     assert np.array_equal(x.to_numpy(), after)      # the backward pass left the forward state
+
+
+def _array_program():
+    ti.init(default_fp=ti.f64)
+    x = ti.field(ti.f64, shape=4, needs_grad=True)
+    loss = ti.field(ti.f64, shape=(), needs_grad=True)
+
+    @ti.kernel
+    def read(c: ti.types.ndarray()):
+        for i in range(4):
+            loss[None] += c[i] * x[i]
+
+    @ti.kernel
+    def write(c: ti.types.ndarray()):
+        for i in c:
+            c[i] = 100.0
+    return x, loss, read, write
+
+
+def test_a_write_through_another_view_of_what_a_launch_read_is_refused():
+    """`c` read, then `c[2:]` written: the tape saves per array and cannot match elements
+    across views, so it refuses rather than give a gradient from the overwritten values."""
+    x, loss, read, write = _array_program()
+    c = np.ones(6)
+    x.fill(1.0)
+    with ti.ad.Tape(loss):
+        read(c)
+        write(c[:])             # the same memory, shape and strides: one array, saved
+    assert np.array_equal(x.grad.to_numpy(), np.ones(4))
+    for view in (lambda a: a[2:], lambda a: a.reshape(2, 3)[1]):
+        c = np.ones(6)
+        with pytest.raises(AutodiffRuleError, match='shares memory with another array'):
+            with ti.ad.Tape(loss):
+                read(c)
+                write(view(c))
+
+
+def test_fresh_arrays_whose_ids_python_reuses_get_their_own_plan():
+    """A loop over read(a); write(b); read(a) with new arrays each iteration, b apart from
+    a or a view of it: the tape's memo of sequences keys arrays by memory, not by id (a
+    freed array's id comes back), so each iteration saves what it must."""
+    x, loss, read, write = _array_program()
+    for b_is in ['apart', 'a', 'apart', 'a', 'apart', 'a[:]', 'a[:]', 'apart']:
+        a = np.ones(4)
+        b = {'apart': np.ones(4), 'a': a, 'a[:]': a[:]}[b_is]
+        x.fill(1.0)
+        with ti.ad.Tape(loss):
+            read(a)
+            write(b)
+            read(a)
+        assert x.grad[0] == (2.0 if b_is == 'apart' else 101.0), b_is
+        del a, b
+
+
+def test_tape_memory_limit_holds_at_every_launch():
+    """The limit is exact: no launch leaves the tape above it without a MemoryError."""
+    limit = 3000
+    ti.init(default_fp=ti.f64, tape_memory_limit=limit)
+    x = ti.field(ti.f64, shape=50, needs_grad=True)
+    loss = ti.field(ti.f64, shape=(), needs_grad=True)
+
+    @ti.kernel
+    def use():
+        for i in x:
+            loss[None] += x[i]
+
+    @ti.kernel
+    def overwrite():
+        for i in x:
+            x[i] = 0.5
+    totals = []
+    with pytest.raises(MemoryError, match='values of x saved'):
+        with ti.ad.Tape(loss) as tape:
+            for _ in range(20):
+                use()
+                overwrite()
+                totals.append(sum(tape.memory_report().values()))
+    assert totals and max(totals) <= limit
+
+
+def test_validation_settings_are_checked(monkeypatch):
+    ti.init()
+    loss = ti.field(ti.f32, shape=(), needs_grad=True)
+    with pytest.raises(ValueError, match='validation'):
+        ti.ad.Tape(loss, validation='off')      # truthy: it must not turn the checks on
+    with pytest.raises(Exception, match='ad_validation'):
+        ti.init(ad_validation='never')
+    monkeypatch.setenv('ENGINE_AD_VALIDATION', 'garbage')
+    with pytest.raises(Exception, match='ENGINE_AD_VALIDATION'):
+        ti.init()
+    monkeypatch.setenv('ENGINE_AD_VALIDATION', 'off')
+    ti.init()
+    with pytest.raises(Exception, match='tape_memory_limit'):
+        ti.init(tape_memory_limit=1.5)

@@ -7,6 +7,7 @@ launch counter, the print buffer of run-time prints). The current program is
 `context.ctx.program`.
 """
 import inspect
+import math
 import numbers
 import os
 import warnings
@@ -79,12 +80,28 @@ class Config:
         # inside every launch, not only at steps of a sequence the tapes had not seen); the
         # default comes from $ENGINE_AD_VALIDATION (a test suite sets 'always'), else True
         if ad_validation is None:
-            ad_validation = {'always': 'always', '0': False, 'off': False}.get(
-                os.environ.get('ENGINE_AD_VALIDATION', ''), True)
-        self.ad_validation = 'always' if ad_validation == 'always' else bool(ad_validation)
+            setting = os.environ.get('ENGINE_AD_VALIDATION', '').strip().lower()
+            if setting not in _VALIDATION_SETTINGS:
+                raise TaichiInitError(f'$ENGINE_AD_VALIDATION={setting!r}: use 1 (check), 0 (do not) or '
+                                      f'always (check inside every launch)')
+            ad_validation = _VALIDATION_SETTINGS[setting]
+        self.ad_validation = validation_setting(ad_validation, 'ti.init(ad_validation=...)', TaichiInitError)
         self.tape_memory_limit = _tape_memory_limit(tape_memory_limit)
         # parallel loops give the same bits on any number of threads (engine/backend/cpu/ordering.py)
         self.deterministic = bool(deterministic)
+
+
+_VALIDATION_SETTINGS = {'': True, '1': True, 'on': True, 'true': True, 'yes': True,
+                        '0': False, 'off': False, 'false': False, 'no': False, 'always': 'always'}
+
+
+def validation_setting(value, where, error=ValueError):
+    """True, False or 'always', from what a user passed to `where`; anything else refused
+    (a string such as 'off' must not turn the checks on by being truthy)."""
+    if value is None or isinstance(value, bool) or value == 'always' or (type(value) is int and value in (0, 1)):
+        return 'always' if value == 'always' else bool(value)
+    raise error(f'{where}: True (check the rules), False (do not) or \'always\' (check inside '
+                     f'every launch), got {value!r}')
 
 
 def _tape_memory_limit(limit):
@@ -95,8 +112,9 @@ def _tape_memory_limit(limit):
             return os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') // 2
         except (ValueError, OSError, AttributeError):
             return 0
-    if isinstance(limit, bool) or not isinstance(limit, numbers.Real) or not (limit == 0 or 1 <= limit < 2 ** 63):
-        raise TaichiInitError(f'ti.init: tape_memory_limit is a number of bytes (0: no limit), got {limit!r}')
+    if isinstance(limit, bool) or not isinstance(limit, numbers.Real) or not math.isfinite(limit) \
+            or limit < 0 or limit != int(limit):
+        raise TaichiInitError(f'ti.init: tape_memory_limit is a whole number of bytes (0: no limit), got {limit!r}')
     return int(limit)
 
 

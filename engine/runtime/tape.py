@@ -11,7 +11,7 @@ import numpy as np
 from . import pipeline, replay, tape_rules
 from .tape_rules import forget_memo
 from ..core.context import ctx
-from ..core.program import current as current_program
+from ..core.program import current as current_program, validation_setting
 from ..core.errors import USER_ERRORS, user_frames_only
 from ..language.fields import Field, Ndarray
 from .finite_diff import check_tape, restore_fields, snapshot_fields, values_of
@@ -40,8 +40,8 @@ class Tape:
 
     def __init__(self, loss=None, clear_gradients=True, validation=None, grad_check=None):
         config = current_program().config
-        if validation is None:
-            validation = config.ad_validation
+        validation = config.ad_validation if validation is None else \
+            validation_setting(validation, 'ti.ad.Tape(validation=...)')
         self.checker = tape_rules.TapeChecker(tape_rules.memo_of(current_program())) if validation else None
         # the rules inside a launch: checked at each launch, or at the first launch of each
         # kernel with each arguments (engine/autodiff/rules.py)
@@ -59,9 +59,10 @@ class Tape:
         self.snapshot = None
         self.kept = {}          # what the tape keeps besides launch records: (what, name) -> bytes
         self.kept_bytes = 0
-        self.check_at = 0       # the native saves' bytes beyond which the memory limit is checked (_keep)
         self.addresses = {}     # id(array) -> (array, the address of its data)
         self.memory_limit = config.tape_memory_limit
+        # the records and native saves pass the limit when their bytes pass check_at (_keep)
+        self.check_at = self.memory_limit or float('inf')
 
     def skips(self, kernel):
         """Whether a launch of `kernel` stays out of the backward pass (ti.ad.no_grad)."""
@@ -129,7 +130,7 @@ class Tape:
             self._keep(('saved', target.name), values.nbytes + (0 if tangents is None else tangents.nbytes))
         if python:
             self.record_custom(lambda: _put_back(python), (), f'restore before {before}', forward=_nothing)
-        if self.native.restored_bytes > self.check_at:
+        if self._grown() > self.check_at:
             self._keep(None, 0)
         if ctx.capture is not None:
             ctx.capture.replayable = False
@@ -148,10 +149,11 @@ class Tape:
     def record(self, kernel, args, compiled, launched):
         """A launch of `kernel`: primal code `compiled`, run as `launched` (whose buffer
         holds the packed arguments)."""
-        if self.suspended or self.skips(kernel):
+        if self.suspended or kernel.no_grad or ctx.no_grad_depth > 0:      # self.skips(kernel)
             return
-        self.native.add(compiled, launched.buffer, kernel, args)
-        if not len(self.native.kernels) & 0x3FF:       # every 1,024 launches
+        native = self.native
+        native.add(compiled, launched.buffer, kernel, args)
+        if len(native.arguments) + _RECORD_BYTES * len(native.kernels) > self.check_at:    # _grown()
             self._keep(None, 0)
         if compiled.layout.ndarrays and self.clear_gradients:
             self._clear_ndarray_gradients(args, compiled.layout.ndarrays)
@@ -283,10 +285,7 @@ class Tape:
         native = self.native
         records = len(native.arguments) - native.restored_bytes + _RECORD_BYTES * len(native.kernels)
         total = records + self.kept_bytes + native.restored_bytes
-        # native saves are counted at each launch; the total is computed again when they pass
-        # the headroom left, or 1 MiB more (records are checked every 1,024 launches)
-        self.check_at = native.restored_bytes + min(1 << 20, self.memory_limit - total) \
-            if self.memory_limit else float('inf')
+        self.check_at = self.memory_limit - self.kept_bytes if self.memory_limit else float('inf')
         if self.memory_limit and total > self.memory_limit:
             held = sorted(self.memory_report().items(), key=lambda item: -item[1])
             lines = [f'  {_size(nbytes)}: {what}' for what, nbytes in held if what != 'records'][:6]
@@ -298,6 +297,10 @@ class Tape:
                 f'docs/checkpointing_and_custom_gradients.md); index a state by time step '
                 f'(x[t + 1, i] = f(x[t, i])) instead of updating it in place, which needs no saves; '
                 f'or raise the limit (0: none)')
+
+    def _grown(self):
+        """The bytes launch records and native saves hold: total - kept_bytes."""
+        return len(self.native.arguments) + _RECORD_BYTES * len(self.native.kernels)
 
     def memory_report(self):
         """What the tape holds, in bytes: {'records': the launches' records, and per field or

@@ -5,8 +5,8 @@ earlier launches on the tape read.
 """
 import numpy as np
 
-from ..language.abi import as_array, memory_key
-from ..language.fields import Field
+from ..language.abi import ExternalArray, as_array, memory_key
+from ..language.fields import Field, Ndarray
 from ..core.errors import AutodiffRuleError
 from ..autodiff.rules import READ, STORE, has_grad, target_name
 
@@ -20,6 +20,7 @@ class Target:
         self.marks = np.zeros(self.shape, dtype=bool)   # elements an earlier launch read
         self.written = np.zeros(self.shape, dtype=bool)  # elements an earlier launch modified
         self.by_python = np.zeros(self.shape, dtype=bool)  # ... last by a write from Python
+        self.aliases = []       # other arrays' Targets over some of the same memory (views)
 
 
 def plain_target(obj, name='ndarray'):
@@ -149,8 +150,19 @@ class TapeChecker:
             fresh = self.targets[key] = plain_target(value, getattr(obj, 'name', 'ndarray'))
             if found is not None:
                 fresh.marks, fresh.written, fresh.by_python = found.marks, found.written, found.by_python
+                fresh.aliases = found.aliases
+            else:
+                self._find_aliases(key, fresh)
             found = fresh
         return found
+
+    def _find_aliases(self, key, fresh):
+        """Arrays the tape saw that share memory with a new one, under another memory key:
+        `a` and `a[2:]`, a reshaped view. (Their elements do not match index for index.)"""
+        for other_key, other in self.targets.items():
+            if isinstance(other_key, tuple) and other_key != key and _overlap(other.data, fresh.data):
+                fresh.aliases.append(other)
+                other.aliases.append(fresh)
 
     def launch(self, summary, args, kernel_name, kernel_id):
         """Before a launch of the compiled kernel with id `kernel_id`: ([Save] of read elements
@@ -171,9 +183,11 @@ class TapeChecker:
 
     def _mark_launch(self, summary, args):
         saves, touched, writes = [], False, []
-        for obj, kind, box, _ in summary.accesses:
+        for obj, kind, box, stmt in summary.accesses:
             if kind != READ:
                 target = self.target(obj, args)
+                if target.aliases:
+                    _refuse_aliased_write(target, obj, stmt)
                 index = box.index(args, target.shape)
                 if target.marks[index].any():
                     saves.append(Save(obj, index, target.data))
@@ -256,13 +270,52 @@ class TapeChecker:
             self.cut[_identity(obj, args)] = (kernel_name, sources)
 
 
-def _args_key(args):
-    """A launch's arguments as a key: themselves, or with ids for those that do not hash."""
+def _overlap(a, b):
+    if not np.may_share_memory(a, b):
+        return False
     try:
-        hash(args)
-        return args
+        return np.shares_memory(a, b, max_work=100_000)
+    except np.exceptions.TooHardError:
+        return True
+
+
+def _refuse_aliased_write(target, obj, stmt):
+    """A write through one view over memory an earlier launch read through another: the
+    tape saves per array and cannot match elements across views, so it refuses."""
+    for other in target.aliases:
+        if other.marks.any():
+            raise AutodiffRuleError(
+                f'the gradient would be wrong: {target_name(obj)} is written here, and shares memory with '
+                f'another array (a view of the same memory with another offset, shape or strides: '
+                f'`a` and `a[2:]`) that an earlier launch on this tape read. The tape saves what a write '
+                f'overwrites array by array and cannot match elements across views. Pass the same '
+                f'array to both kernels (the whole array, and index it in the kernel), or pass a copy',
+                stmt.loc)
+
+
+def _args_key(args):
+    """A launch's arguments as a key of the memo: themselves when they hash; an array by
+    its memory (abi.memory_key: an id could be a freed array's, taken again by a new one)."""
+    if not any(isinstance(a, _ARRAYS) for a in args):
+        try:
+            hash(args)
+            return args
+        except TypeError:
+            pass
+    return tuple(_arg_key(a) for a in args)
+
+
+_ARRAYS = (np.ndarray, Ndarray, ExternalArray)
+
+
+def _arg_key(value):
+    if isinstance(value, _ARRAYS):
+        return ('array',) + memory_key(as_array(value))
+    try:
+        hash(value)
+        return value
     except TypeError:
-        return tuple(a if isinstance(a, (int, float)) else id(a) for a in args)
+        return ('id', id(value))
 
 
 def _identity(obj, args):
