@@ -105,9 +105,8 @@ class LaunchList:
         self.calls = []            # (Kernel, args) of each launch, for the Python paths
         self.offsets = []          # where its argument bytes start in self.arguments
         self.arguments = bytearray()
-        self.restored_bytes = 0    # of self.arguments: the values Restores put back ...
-        self.restored = {}         # ... by the name of what they are put back into
-        self.restores = {}         # launch index of a put-back -> the view it puts values back into
+        self.restored_bytes = 0    # of self.arguments: the values put-backs hold
+        self.restores = {}         # launch index of a put-back -> its tape_rules.Save
         self._frozen = None
         self._adjoints = None
 
@@ -118,23 +117,28 @@ class LaunchList:
         self.offsets.append(len(self.arguments))
         self.arguments += packed.raw
 
-    def add_restore(self, view, address, name):
-        """A put-back of the values of `view` (C-contiguous, at `address`, of the array called
-        `name`) as they are now: its argument bytes are (address, bytes, the values)."""
-        nbytes = view.nbytes
-        self.restores[len(self.kernels)] = view    # (a dict of arrays: no work for the garbage collector)
+    def add_restore(self, address, save):
+        """A put-back of the bytes at `address` as they are now: the elements of a
+        tape_rules.Save. Its argument bytes are (address, bytes, the values)."""
+        self.restores[len(self.kernels)] = save     # (existing objects: no work for the garbage collector)
         self.kernels.append(RESTORE)
         self.calls.append(_RESTORE_CALL)
         self.offsets.append(len(self.arguments))
-        self.arguments += _RESTORE_HEADER.pack(address, nbytes)
-        self.arguments += view.data
-        self.arguments += _PADDING[nbytes % 8]      # the next launch's arguments stay aligned
-        self.restored_bytes += nbytes
-        self.restored[name] = self.restored.get(name, 0) + nbytes
+        self.arguments += _RESTORE_HEADER.pack(address, save.nbytes)
+        self.arguments += ctypes.string_at(address, save.nbytes)
+        self.arguments += save.padding
+        self.restored_bytes += save.nbytes
+
+    def restored_by_name(self):
+        """{name of a field: bytes its put-backs hold}."""
+        by_name = {}
+        for save in self.restores.values():
+            by_name[save.obj.name] = by_name.get(save.obj.name, 0) + save.nbytes
+        return by_name
 
     def put_back(self, k):
         """Launch k, a put-back, on the Python paths (forward mode, native replay off)."""
-        view = self.restores[k]
+        view = self.restores[k].obj._data[self.restores[k].view]
         view[...] = np.frombuffer(self.arguments, view.dtype, view.size, self.offsets[k] + 16).reshape(view.shape)
 
     def adjoint_addresses(self):

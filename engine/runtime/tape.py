@@ -59,7 +59,6 @@ class Tape:
         self.snapshot = None
         self.kept = {}          # what the tape keeps besides launch records: (what, name) -> bytes
         self.kept_bytes = 0
-        self.addresses = {}     # id(array) -> (array, the address of its data)
         self.memory_limit = config.tape_memory_limit
         # the records and native saves pass the limit when their bytes pass check_at (_keep)
         self.check_at = self.memory_limit or float('inf')
@@ -111,18 +110,13 @@ class Tape:
         replayed adjoints (LaunchList.add_restore); this path runs once per save, so it is short."""
         python = []
         for save in saves:
-            target = self.restored.get(id(save.obj._data)) if save.offset is not None else None
-            if target is None:
-                target = self._target(save.obj, args)
-            if save.offset is not None and target.dual is None:
-                data = target.data
-                view = data[save.view]
-                if view.size:
-                    base = self.addresses.get(id(data))
-                    if base is None or base[0] is not data:
-                        base = self.addresses[id(data)] = (data, data.ctypes.data)
-                    self.native.add_restore(view, base[1] + save.offset, target.name)
-                continue
+            if save.offset is not None:     # a field's contiguous elements: the common case, kept short
+                target = self.restored.get(id(save.obj._data)) or self._target(save.obj, args)
+                if target.dual is None:
+                    if save.nbytes:
+                        self.native.add_restore(target.address + save.offset, save)
+                    continue
+            target = self._target(save.obj, args)
             index = save.index
             values = target.data[index].copy()
             tangents = None if target.dual is None else target.dual[index].copy()
@@ -310,7 +304,7 @@ class Tape:
         report = {'records': len(native.arguments) - native.restored_bytes + _RECORD_BYTES * len(native.kernels)}
         for (kind, name), nbytes in self.kept.items():
             report[_KEPT[kind].format(name)] = nbytes
-        for name, nbytes in native.restored.items():
+        for name, nbytes in native.restored_by_name().items():
             what = _KEPT['saved'].format(name)
             report[what] = report.get(what, 0) + nbytes
         return report

@@ -3,6 +3,8 @@ them and checks one kernel): `TapeChecker` computes what a tape must save, rathe
 refusing, when a launch, a no_grad launch or a Python write modifies elements that
 earlier launches on the tape read.
 """
+import functools
+
 import numpy as np
 
 from ..language.abi import ExternalArray, as_array, memory_key
@@ -21,6 +23,11 @@ class Target:
         self.written = np.zeros(self.shape, dtype=bool)  # elements an earlier launch modified
         self.by_python = np.zeros(self.shape, dtype=bool)  # ... last by a write from Python
         self.aliases = []       # other arrays' Targets over some of the same memory (views)
+
+    @functools.cached_property
+    def address(self):
+        """Where its data starts (the tape's native saves copy from there)."""
+        return self.data.ctypes.data
 
 
 def plain_target(obj, name='ndarray'):
@@ -44,9 +51,9 @@ def field_target(field):
 class Save:
     """Elements a step must save: `index` of `obj` (a field, an NdarrayArg or a Target). For
     a field whose elements are contiguous, also where they are: `view` (a numpy index of
-    the view) and `offset` (its bytes from the field's start). A plan's saves serve every
-    tape that follows it, so a save costs a view and a copy, not an index computation."""
-    __slots__ = ('obj', 'index', 'view', 'offset')
+    the view), `offset` and `nbytes` (from the field's start). A plan's saves serve every
+    tape that follows it, so a save costs a copy of bytes, not an index computation."""
+    __slots__ = ('obj', 'index', 'view', 'offset', 'nbytes', 'padding')
 
     def __init__(self, obj, index, data=None):
         self.obj, self.index, self.view, self.offset = obj, index, None, None
@@ -55,6 +62,8 @@ class Save:
             if view.flags.c_contiguous:
                 self.view = index + (Ellipsis,)
                 self.offset = view.__array_interface__['data'][0] - data.__array_interface__['data'][0]
+                self.nbytes = view.nbytes
+                self.padding = b'\0' * (-view.nbytes % 8)      # the next launch's arguments stay aligned
 
 
 class PlanNode:
