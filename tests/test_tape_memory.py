@@ -256,3 +256,27 @@ def test_validation_settings_are_checked(monkeypatch):
     ti.init()
     with pytest.raises(Exception, match='tape_memory_limit'):
         ti.init(tape_memory_limit=1.5)
+
+
+def test_rule_cost_script_compares_checked_and_unchecked_tapes(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+    program = tmp_path / 'program.py'
+    program.write_text(
+        'import taichi as ti\n'
+        'ti.init()\n'
+        'x = ti.field(ti.f32, shape=4, needs_grad=True)\n'
+        'loss = ti.field(ti.f32, shape=(), needs_grad=True)\n'
+        '@ti.kernel\n'
+        'def step(t: ti.i32):\n'
+        '    for i in x:\n'
+        '        loss[None] += x[i] * t\n'
+        'for _ in range(10):\n'
+        '    with ti.ad.Tape(loss):\n'
+        '        for t in range(3):\n'
+        '            step(t)\n')
+    script = Path(__file__).resolve().parents[1] / 'scripts' / 'rule_cost.py'
+    out = subprocess.run([sys.executable, str(script), str(program)], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert 'rule_cost: s / iteration checked' in out.stdout and '(2 and 3 iterations)' in out.stdout
