@@ -109,3 +109,15 @@ def test_a_new_init_starts_empty(profiled):
     ti.init(kernel_profiler=True)
     assert ti.profiler.query_kernel_profiler_info('fill').counter == 0
     assert ti.profiler.set_kernel_profiler_toolkit('default')
+
+
+def test_launches_after_a_clear_are_counted(profiled):
+    """DiffTaichi's diffmpm_benchmark clears the records after warming up, then times:
+    the kernels compiled before the clear must count into the new records."""
+    x, loss, fill, total = _kernels()
+    fill(1.0)
+    ti.profiler.clear_kernel_profiler_info()
+    assert ti.profiler.query_kernel_profiler_info('fill').counter == 0
+    for _ in range(3):
+        fill(2.0)
+    assert ti.profiler.query_kernel_profiler_info('fill').counter == 3

@@ -32,6 +32,10 @@ class Records:
     (compactly: the index of the name in `names`, and the seconds)."""
 
     def __init__(self):
+        self.clear()
+
+    def clear(self):
+        """Forget every launch (in place: compiled kernels add to this object)."""
         self.stats = {}
         self.names = {}
         self.trace_names, self.trace_seconds = array.array('i'), array.array('d')
@@ -89,8 +93,7 @@ def enabled(prog=None):
 
 def clear_kernel_profiler_info():
     """Forget every launch recorded so far."""
-    prog = current_program()
-    prog.kernel_profile = Records()
+    records().clear()
 
 
 def get_kernel_profiler_total_time():
