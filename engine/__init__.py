@@ -111,5 +111,6 @@ def is_extension_supported(arch, ext):
 
 
 def __getattr__(name):
-    """Taichi's names this engine lacks fail with what they are (engine/unsupported.py)."""
-    _refuse(name)
+    """Taichi's names this engine lacks fail with what they are, other names with the closest
+    one the engine has (engine/unsupported.py)."""
+    _refuse(name, known=list(globals()))

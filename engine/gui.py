@@ -2,16 +2,28 @@
 lines, triangles, rectangles, text and images in Taichi's coordinates (x right, y up, both
 in [0, 1]) and `show(filename)` writes the frame as an image file; without a file, `show`
 only starts the next frame. No window is ever opened, so a program runs the same with or
-without a display (`gui.running` stays True, there are no events).
+without a display: there are no events, and `gui.running` stays True until the program sets
+it False, or, under `python -m engine run --frames N [--video PATH]`, after the N-th shown
+frame (the frames go to the video; engine/taichi_shim.py sets that up).
 
 `ti.tools.VideoManager` writes frames as images and a video of them (imageio; MP4 needs
 imageio-ffmpeg, GIF does not)."""
 import importlib.util
 import os
+import sys
+import tempfile
 import warnings
 
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
+
+from .unsupported import unknown_name
+
+CURSOR = (0.5, 0.5)          # where the cursor is off screen: the canvas's centre
+OFF_SCREEN = ('ti.GUI draws off screen: no window opens, so there are no events and gui.running stays True; '
+              'a `while gui.running:` loop does not end by itself. '
+              '`python -m engine run --frames N --video out.mp4 program.py` ends it after N shown frames and '
+              'writes them as a video (gui.show(file) writes one frame as an image)')
 
 
 def rgb_to_hex(c):
@@ -37,21 +49,56 @@ class _Widget:
         self.value = value
 
 
+class Event:
+    """An input event as Taichi's GUI reports it: `type` (GUI.PRESS, RELEASE or MOTION), `key`
+    (GUI.ESCAPE, GUI.LMB, ..., or a printable key's character: 'a', '1'), `modifier` (the
+    modifier keys held: GUI.SHIFT, ...), `pos` (the cursor, in [0, 1]^2) and `delta` (the
+    wheel's turn). Off screen no event ever comes: `gui.event` stays one with no type or key."""
+
+    def __init__(self, type=None, key=None, modifier=(), pos=CURSOR, delta=(0, 0)):
+        self.type, self.key, self.modifier, self.pos, self.delta = type, key, list(modifier), pos, delta
+
+
 class GUI:
-    """Taichi's GUI, off screen. `res`: an int (square) or (width, height)."""
-    ESCAPE, SPACE, LMB, RMB, PRESS, RELEASE, MOTION = 'Escape', ' ', 'LMB', 'RMB', 'Press', 'Release', 'Motion'
-    SHIFT, CTRL, ALT, UP, DOWN, LEFT, RIGHT, EXIT = 'Shift', 'Control', 'Alt', 'Up', 'Down', 'Left', 'Right', 'WMClose'
+    """Taichi's GUI, off screen. `res`: an int (square) or (width, height). Keys and event
+    types are named as Taichi names them: the constants below, and a printable key by its
+    character (`gui.is_pressed('a')`)."""
+    Event = Event
+    ESCAPE, SPACE, RETURN, BACKSPACE, TAB, CAPSLOCK = 'Escape', ' ', 'Return', 'BackSpace', 'Tab', 'Caps_Lock'
+    SHIFT, CTRL, ALT, UP, DOWN, LEFT, RIGHT = 'Shift', 'Control', 'Alt', 'Up', 'Down', 'Left', 'Right'
+    LMB, MMB, RMB, WHEEL, EXIT = 'LMB', 'MMB', 'RMB', 'Wheel', 'WMClose'
+    PRESS, RELEASE, MOTION, MOVE = 'Press', 'Release', 'Motion', 'Motion'
 
     def __init__(self, name='Taichi', res=512, background_color=0x0, show_gui=True, fullscreen=False,
                  fast_gui=False):
         self.name = name
         self.res = (res, res) if isinstance(res, (int, np.integer)) else tuple(int(v) for v in res)
         self.background_color = background_color
-        self.running = True
+        self._running, self._closed_unnoticed = True, False
         self.frame = 0
         self.fps_limit = None
+        self.event = Event()
         self._image = None
         self.clear()
+        if _recording.frames is None:        # nothing ends an endless loop: say what does
+            _warn_once('off screen', OFF_SCREEN)
+
+    def __getattr__(self, name):
+        """A name Taichi's GUI has and this one lacks (or a typo): the engine's message."""
+        if name.startswith('_'):
+            raise AttributeError(name)
+        raise unknown_name('ti.GUI', name, dir(self), what='ti.GUI draws off screen and has no such method')
+
+    @property
+    def running(self):
+        """True until the program sets it False (or calls close()), or, under `python -m engine
+        run --frames N`, until the N-th frame is shown."""
+        self._closed_unnoticed = False          # the program checks it: it ends its loop itself
+        return self._running
+
+    @running.setter
+    def running(self, value):
+        self._running = value
 
     # --- frames ---------------------------------------------------------------------------
     def clear(self, color=None):
@@ -60,13 +107,22 @@ class GUI:
         self._draw = ImageDraw.Draw(self._image)
 
     def show(self, file=None):
-        """Write the frame to `file` (its folder is created), then start the next frame."""
+        """Write the frame to `file` (its folder is created), then start the next frame. Under
+        `python -m engine run --frames N` the N-th frame closes the GUI (as a closed window
+        would: `running` turns False); a program that shows another frame without having read
+        `running` since ignores it, and ends there (SystemExit, status 0)."""
+        if self._closed_unnoticed:
+            _recording.end_program(self)
         if file:
             folder = os.path.dirname(file)
             if folder:
                 os.makedirs(folder, exist_ok=True)
             self._image.save(file)
+        _recording.take(self, self._image)
         self.frame += 1
+        if self.frame == _recording.frames:
+            _recording.finish(self)
+            self._running, self._closed_unnoticed = False, True
         self.clear()
 
     def get_image(self):
@@ -190,16 +246,23 @@ class GUI:
 
     # --- input: none off screen ------------------------------------------------------------
     def get_event(self, *filters):
+        """Take the next event that matches `filters` (event types, keys, or (type, key) pairs)
+        into `gui.event` and return True; off screen none comes, so False."""
         return False
 
     def get_events(self, *filters):
+        """The events that match `filters`, as get_event takes them: none off screen."""
         return iter(())
 
+    def has_key_event(self):
+        return False
+
     def is_pressed(self, *keys):
+        """Whether any of `keys` is held down: never off screen."""
         return False
 
     def get_cursor_pos(self):
-        return 0.5, 0.5
+        return CURSOR
 
     def slider(self, text, minimum, maximum, step=1):
         return _Widget(minimum)
@@ -212,6 +275,90 @@ class GUI:
 
     def close(self):
         self.running = False
+
+
+class _Recording:
+    """`python -m engine run --frames N --video PATH` (engine/taichi_shim.py sets it with
+    record_frames): each GUI's N-th shown frame closes it; the frames that the first GUI to
+    show shows go to the video, written when its N-th is shown or the program ends."""
+
+    def __init__(self, frames=None, video=None, fps=24):
+        self.frames, self.video, self.fps = frames, video, fps
+        self.gui, self.writer, self.written, self.done = None, None, 0, False
+
+    def take(self, gui, image):
+        if self.video is None or self.done:
+            return
+        if self.gui is None:
+            self.gui = gui
+        if gui is self.gui:
+            if self.writer is None:
+                self.writer = _open_video(self.video, self.fps)
+            self.writer.append_data(np.asarray(image))
+            self.written += 1
+
+    def finish(self, gui=None):
+        """Write the video, once: at the recorded GUI's last frame, or when the program ends."""
+        if self.video is None or self.done or (gui is not None and gui is not self.gui):
+            return
+        self.done = True
+        if self.writer is None:
+            print(f'python -m engine run: the program showed no frames; {self.video} is not written',
+                  file=sys.stderr)
+            return
+        self.writer.close()
+        print(f'python -m engine run: wrote {self.written} frames to {self.video}', file=sys.stderr)
+
+    def end_program(self, gui):
+        """A program that shows a frame after its GUI closed, without reading gui.running."""
+        self.finish()
+        print(f'python -m engine run: ended the program at its frame {gui.frame + 1}: --frames {self.frames} '
+              f'closed its ti.GUI and the program does not check gui.running', file=sys.stderr)
+        raise SystemExit(0)
+
+
+_recording = _Recording()
+VIDEO_FORMATS = ('.mp4', '.gif')
+
+
+def record_frames(frames=None, video=None):
+    """End each GUI after `frames` shown frames (None: never) and write the shown frames to
+    the video file `video` (None: none); `python -m engine run --frames --video` calls it."""
+    global _recording
+    _recording = _Recording(frames, video)
+
+
+def finish_recording():
+    """The program ended: write the video of the frames shown so far, if it is not written."""
+    _recording.finish()
+
+
+def video_problem(path):
+    """Why shown frames could not be written to `path` (None if they can): checked before the
+    program runs, so that a long run does not end without its video."""
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.path.splitext(path)[1].lower() not in VIDEO_FORMATS:
+        return f'{path}: the video must be a .mp4 or .gif file'
+    if path.lower().endswith('.mp4') and not _mp4_writer_available():
+        return f'{path}: MP4 needs imageio-ffmpeg (pip install imageio-ffmpeg); a .gif needs nothing'
+    if not os.path.isdir(folder):
+        return f'{path}: the folder {folder} does not exist'
+    if os.path.isdir(path):
+        return f'{path} is a folder'
+    try:
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as exc:
+        return f'{path}: the folder {folder} cannot be written ({exc.strerror})'
+    return None
+
+
+def _open_video(path, fps):
+    """A writer of frames (rows of RGB, top first) to `path`, MP4 or GIF by its extension."""
+    import imageio
+    if path.lower().endswith('.gif'):
+        return imageio.get_writer(path, mode='I', duration=1000 / fps, loop=0)
+    return imageio.get_writer(path, fps=fps, macro_block_size=2)   # any even size, no rescaling
 
 
 def _array(value):

@@ -1,19 +1,30 @@
 """Running Taichi programs unchanged: `import taichi` (and `import taichi.math`, ...)
-resolves to this engine, then the script runs as `__main__` with its own arguments."""
+resolves to this engine, then the script runs as `__main__` with its own arguments; its
+`ti.GUI` frames can end it and be written as a video (engine/gui.py, record_frames)."""
 import importlib
 import importlib.abc
 import importlib.util
 import os
+import re
 import runpy
 import sys
 
+from . import gui
 from .core.errors import full_traceback
-from .unsupported import MISSING
+from .unsupported import MISSING, WHERE, unknown_name
 
 
 # Taichi's modules that programs import (`import taichi.math as tm`), and the engine's
 PUBLIC_MODULES = {'math': 'engine.language.math', 'linalg': 'engine.language.linalg', 'ad': 'engine.runtime.ad',
-                  'profiler': 'engine.runtime.profiler', 'types': 'engine.types', 'tools': 'engine.tools'}
+                  'profiler': 'engine.runtime.profiler', 'types': 'engine.types', 'tools': 'engine.tools',
+                  'examples': 'engine.examples', 'examples.patterns': 'engine.examples'}
+
+
+# Taichi's packages that the engine has only in part
+MODULE_WORDS = {'examples': "Taichi's example programs are not part of the engine; only taichi.examples.patterns "
+                            '(taichi_logo) is here',
+                'lang': "Taichi's internals; programs use the public ti.* names (the one internal that "
+                        'published programs call, ti.lang.impl.get_runtime(), is there as an attribute)'}
 
 
 class _TaichiAlias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
@@ -38,13 +49,13 @@ class _TaichiAlias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
 
 def _refuse_missing(fullname):
-    """`import taichi.ui` of a Taichi module the engine lacks: an ImportError saying what it
-    is (engine/unsupported.py); other unknown names are left to the import system."""
+    """`import taichi.ui` or any other `taichi.X` the engine lacks: a ModuleNotFoundError
+    saying what it is (engine/unsupported.py), never Python's bare "No module named"."""
     parts = fullname.split('.')
-    if len(parts) > 1 and parts[1] in MISSING:
-        raise ModuleNotFoundError(f'{fullname} is not supported by this engine: {MISSING[parts[1]]} '
-                                  f'(docs/taichi_programs.md lists what is missing)', name=fullname)
-    return None
+    what = MISSING.get(parts[1]) or MODULE_WORDS.get(parts[1])
+    if what is None:
+        what = 'not a module the engine has; it has ' + ', '.join(f'taichi.{m}' for m in PUBLIC_MODULES)
+    raise ModuleNotFoundError(f'{fullname} is not supported by this engine: {what} {WHERE}', name=fullname)
 
 
 def install():
@@ -67,13 +78,15 @@ def _headless_opencv():
             setattr(cv2, name, lambda *args, _result=result, **kwargs: _result)
 
 
-def run_script(script, args):
-    """Run `script` as `python script args...` would, with `import taichi` resolving here."""
+def run_script(script, args, frames=None, video=None):
+    """Run `script` as `python script args...` would, with `import taichi` resolving here;
+    `frames`, `video`: end each ti.GUI after that many shown frames, write them to that file."""
     if not os.path.isfile(script):
         print(f'python -m engine run: no such file: {script}', file=sys.stderr)
         return 2
     install()
     _headless_opencv()
+    gui.record_frames(frames, video)
     sys.argv = [script] + list(args)
     sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
     try:
@@ -82,11 +95,44 @@ def run_script(script, args):
         code = exit_.code
         return code if isinstance(code, int) else (0 if code is None else 1)
     except Exception as exc:        # shown as `python script` shows it: from its frames on
+        if isinstance(exc, ImportError):
+            _say_what_is_missing(exc)
         if not full_traceback():
             exc.__traceback__ = _from_the_script(exc.__traceback__, os.path.abspath(script))
         sys.excepthook(type(exc), exc, exc.__traceback__)
         return 1
+    finally:
+        gui.finish_recording()      # the frames shown so far, whatever ended the program
     return 0
+
+
+CANNOT_IMPORT = re.compile(r"cannot import name '(\w+)' from '([\w.]+)'")
+
+
+def _say_what_is_missing(exc):
+    """`from taichi import X` of a name the engine lacks: Python says only "cannot import
+    name"; the engine's words for `ti.X` say what X is, or the closest name it has."""
+    found = CANNOT_IMPORT.match(str(exc))
+    module = sys.modules.get(found.group(2)) if found else None
+    if module is None or not module.__name__.startswith('engine'):
+        return
+    name = found.group(1)
+    try:
+        getattr(module, name)
+        return                      # it is there after all (a circular import): Python's words stand
+    except AttributeError as missing:
+        words = str(missing)
+    if 'not supported by this engine' not in words:
+        taichi = 'ti' if module.__name__ == 'engine' else _taichi_name(module.__name__)
+        words = str(unknown_name(taichi, name, dir(module)))
+    exc.msg = words
+    exc.args = (words,)
+
+
+def _taichi_name(module):
+    """`taichi.math` for engine.language.math: the name the program imported it by."""
+    aliases = [f'taichi.{short}' for short, real in PUBLIC_MODULES.items() if real == module]
+    return aliases[-1] if aliases else module
 
 
 def _from_the_script(tb, script):

@@ -1,7 +1,10 @@
 """Taichi's public names this engine does not have: `ti.<name>` (and `ti.types.<name>`)
 raises an AttributeError that says what the feature is and that it is missing, instead of
 Python's bare "module has no attribute"; `import taichi.<name>` of a missing submodule says
-the same (engine/taichi_shim.py). docs/taichi_programs.md lists the same names."""
+the same (engine/taichi_shim.py). A name neither Taichi's list below nor the engine knows
+(a typo, an internal) gets the same kind of message, with the closest name it has.
+docs/taichi_programs.md lists the same names."""
+import difflib
 
 SPARSE = 'sparse data structures (pointer, bitmasked and dynamic SNodes are refused too)'
 QUANT = 'quantized types (ti.types.quant, ti.BitpackedFields)'
@@ -25,6 +28,7 @@ MISSING = {
     'deactivate': SPARSE, 'deactivate_all_snodes': SPARSE, 'rescale_index': SPARSE,
     'real_func': 'real (not inlined, recursive) functions; ti.func inlines',
     'experimental': 'ti.experimental (real_func, ...); ti.func inlines',
+    '_lib': "Taichi's compiled core (taichi._lib); the engine compiles kernels itself, through LLVM",
 }
 MISSING_TYPES = {
     'quant': QUANT,
@@ -35,10 +39,26 @@ MISSING_TYPES = {
 }
 
 
-def refuse(name, namespace='ti'):
+WHERE = '(docs/taichi_programs.md lists what is missing)'
+
+
+def refuse(name, namespace='ti', known=()):
+    """Raise the AttributeError for `namespace.name`: what the feature is when it is one of
+    Taichi's listed above, else that the engine lacks it, naming the closest of `known`.
+    Python's own protocol names (`__path__`, ...) get Python's plain error: callers probe them."""
     what = (MISSING_TYPES if namespace == 'ti.types' else MISSING).get(name)
-    if what is None:
+    if what is None and name.startswith('__'):
         module = 'engine' if namespace == 'ti' else 'engine.' + namespace[3:]
         raise AttributeError(f'module {module!r} has no attribute {name!r}')
-    raise AttributeError(f'{namespace}.{name} is not supported by this engine: {what} '
-                         f'(docs/taichi_programs.md lists what is missing)')
+    if what is None:
+        raise unknown_name(namespace, name, known)
+    raise AttributeError(f'{namespace}.{name} is not supported by this engine: {what} {WHERE}', name=name)
+
+
+def unknown_name(namespace, name, known, what='the engine has no such name'):
+    """The AttributeError for a name that is neither the engine's nor in the lists above."""
+    public = [k for k in known if not k.startswith('_')]
+    close = difflib.get_close_matches(name, public, n=1)
+    hint = f'; did you mean {close[0]!r}?' if close else ''
+    # `name=` set: Python's traceback adds no "Did you mean" of its own to the engine's
+    return AttributeError(f'{namespace}.{name} is not supported by this engine: {what}{hint} {WHERE}', name=name)
