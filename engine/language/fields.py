@@ -256,6 +256,10 @@ class Field:
         return []
 
     def fill(self, value):
+        if ops.current_builder() is not None:
+            raise TaichiSyntaxError(f'{self.name}.fill() is called in a kernel: as in Taichi, it fills a field '
+                                    f'from Python scope only; in a kernel, write the loop '
+                                    f'`for I in ti.grouped({self.name}): {self.name}[I] = value`')
         self.ensure_placed()
         self._write(Ellipsis, value)
 
@@ -411,7 +415,7 @@ class ComponentField:
     placed with the same shape."""
 
     def __init__(self, parent, component):
-        self.parent, self.component = parent, component
+        self.parent, self.component = parent, tuple(component)
         self.element_shape = ()
 
     def place(self, shape):
@@ -420,6 +424,39 @@ class ComponentField:
         elif self.parent.shape != shape:
             raise TaichiRuntimeError(f'components of {self.parent.name} placed with different shapes: '
                                      f'{self.parent.shape} and {shape}')
+
+    # a scalar field of its own in Python scope: x.get_scalar_field(0)[None] = 1.0
+    name = property(lambda self: f'{self.parent.name}.get_scalar_field{self.component}')
+    shape = property(lambda self: self.parent.shape)
+    dtype = property(lambda self: self.parent.dtype)
+    placed = property(lambda self: self.parent.placed)
+
+    @property
+    def grad(self):
+        grad = self.parent.grad
+        return None if grad is None else ComponentField(grad, self.component)
+
+    def _entries(self, index):
+        """The parent's array index of this component at element `index` (Ellipsis: all)."""
+        return (Ellipsis,) + self.component if index is Ellipsis else self.parent._key(index) + self.component
+
+    def __getitem__(self, index):
+        return self.parent.data[self._entries(index)].item()
+
+    def __setitem__(self, index, value):
+        self.parent._write(self._entries(index), value)
+
+    def to_numpy(self, dtype=None):
+        values = self.parent.data[self._entries(Ellipsis)]
+        return values.copy() if dtype is None else values.astype(getattr(dtype, 'np', dtype))
+
+    def from_numpy(self, array):
+        self.parent.ensure_placed()
+        self.parent._write(self._entries(Ellipsis), np.asarray(array))
+
+    def fill(self, value):
+        self.parent.ensure_placed()
+        self.parent._write(self._entries(Ellipsis), value)
 
 
 # ----------------------------------------------------------------------------

@@ -138,14 +138,15 @@ def clamp(x, xmin, xmax):
 
 
 def mix(x, y, a):
-    """x * (1 - a) + y * a."""
-    return x * (1 - a) + y * a
+    """x * (1.0 - a) + y * a: a float, also for integer operands, as Taichi's."""
+    return x * (1.0 - a) + y * a
 
 
 def step(edge, x):
-    """0 where x < edge, else 1 (entry by entry)."""
-    return select(x < edge, 0.0, 1.0) if not isinstance(x, Matrix) and not isinstance(edge, Matrix) else \
-        _zip2(step, edge, x)
+    """1.0 where x >= edge, else 0.0 (entry by entry; 0.0 for NaN, as Taichi's `x >= edge`)."""
+    if isinstance(x, Matrix) or isinstance(edge, Matrix):
+        return _zip2(step, edge, x)
+    return select(x >= edge, 1.0, 0.0)
 
 
 def smoothstep(edge0, edge1, x):
@@ -166,7 +167,8 @@ def distance(a, b):
 
 
 def normalize(v):
-    return v.normalized()
+    """v / |v| (Taichi's; Matrix.normalized multiplies by the inverse norm)."""
+    return v / v.norm()
 
 
 def dot(a, b):

@@ -181,16 +181,33 @@ class Matrix:
     def __rsub__(self, o): return self._zip(o, lambda a, b: a - b, True)
     def __mul__(self, o): return self._zip(o, lambda a, b: a * b)
     def __rmul__(self, o): return self._zip(o, lambda a, b: a * b, True)
-    def __truediv__(self, o): return self._zip(o, lambda a, b: a / b)
-    def __rtruediv__(self, o): return self._zip(o, lambda a, b: a / b, True)
+    def __truediv__(self, o): return self._zip(o, _divide)
+    def __rtruediv__(self, o): return self._zip(o, _divide, True)
     def __floordiv__(self, o): return self._zip(o, lambda a, b: a // b)
+    def __rfloordiv__(self, o): return self._zip(o, lambda a, b: a // b, True)
     def __mod__(self, o): return self._zip(o, lambda a, b: a % b)
+    def __rmod__(self, o): return self._zip(o, lambda a, b: a % b, True)
     def __pow__(self, o): return self._zip(o, lambda a, b: a ** b)
     def __rpow__(self, o): return self._zip(o, lambda a, b: a ** b, True)
     def __lt__(self, o): return self._zip(o, lambda a, b: a < b)
     def __le__(self, o): return self._zip(o, lambda a, b: a <= b)
     def __gt__(self, o): return self._zip(o, lambda a, b: a > b)
     def __ge__(self, o): return self._zip(o, lambda a, b: a >= b)
+    def __eq__(self, o): return self._zip(o, lambda a, b: a == b)
+    def __ne__(self, o): return self._zip(o, lambda a, b: a != b)
+    __hash__ = object.__hash__      # compared entry by entry, hashed as an object
+    # integer bit operations, entry by entry; two literals fold as a kernel computes them
+    def __and__(self, o): return self._zip(o, _bits('bit_and'))
+    def __rand__(self, o): return self._zip(o, _bits('bit_and'), True)
+    def __or__(self, o): return self._zip(o, _bits('bit_or'))
+    def __ror__(self, o): return self._zip(o, _bits('bit_or'), True)
+    def __xor__(self, o): return self._zip(o, _bits('bit_xor'))
+    def __rxor__(self, o): return self._zip(o, _bits('bit_xor'), True)
+    def __lshift__(self, o): return self._zip(o, _bits('shl'))
+    def __rlshift__(self, o): return self._zip(o, _bits('shl'), True)
+    def __rshift__(self, o): return self._zip(o, _bits('shr'))
+    def __rrshift__(self, o): return self._zip(o, _bits('shr'), True)
+    def __invert__(self): return self.map(lambda a: ops.unary('bit_not', a))
     def __neg__(self): return self.map(lambda a: -a)
     def __pos__(self): return self
     def __abs__(self): return self.map(abs)
@@ -245,7 +262,9 @@ class Matrix:
         return ops.unary('rsqrt', self.norm_sqr() + eps)
 
     def normalized(self, eps=0):
-        return self * (1.0 / self.norm(eps))
+        """v / (|v| + eps), as Taichi computes it (eps is added to the norm, not under the root)."""
+        norm = self.norm() if _is_zero(eps) else self.norm() + eps
+        return (1.0 / norm) * self
 
     def sum(self):
         return _sum(self.entries)
@@ -265,7 +284,7 @@ class Matrix:
         return _reduce('min', self.entries)
 
     def transpose(self):
-        if self.ndim == 1:
+        if self.ndim == 1:      # a vector has one axis: itself, as Taichi's matrix_ops.transpose
             return self
         n, m = self.shape
         return Matrix._make((m, n), [self.entries[i * m + j] for j in range(m) for i in range(n)])
@@ -311,6 +330,11 @@ class Matrix:
         cof = [(-1) ** (i + j) * self._minor(j, i).determinant() * inv_det
                for i in range(n) for j in range(n)]
         return Matrix._make((n, n), cof)
+
+    def fill(self, value):
+        """Every entry set to `value`, in place (a field element read in Python writes through)."""
+        for flat in range(len(self.entries)):
+            self[divmod(flat, self.m) if self.ndim == 2 else flat] = value
 
     def cast(self, dtype):
         resolved = T.resolve(dtype)
@@ -401,6 +425,19 @@ def _reduce(op, items):
     for x in items[1:]:
         result = ops.binary(op, result, x)
     return result
+
+
+def _bits(op):
+    return lambda a, b: ops.binary(op, a, b)
+
+
+def _divide(a, b):
+    """a / b; a Python-scope float division by zero gives inf or NaN, as Taichi's numpy
+    entries do, instead of raising."""
+    if ops.is_number(a) and ops.is_number(b) and b == 0:
+        with np.errstate(divide='ignore', invalid='ignore'):
+            return float(np.float64(a) / np.float64(b))
+    return a / b
 
 
 def _sum(items):

@@ -9,7 +9,7 @@ import ast
 from ...ir import ops
 from ...core import dtypes as T
 from ...core.errors import TaichiTypeError
-from ..fields import Field
+from ..fields import ComponentField, Field
 from ..struct_fields import StructField
 from ..matrix import Matrix, swizzle
 from ..structs import Struct
@@ -27,6 +27,11 @@ class AssignmentMixin:
         is_static = self._is_static_call(node.value)
         for target in node.targets:
             self._assign(target, value, is_static)
+
+    def visit_NamedExpr(self, node):
+        """`(k := expr)`: assigns k as `k = expr` would, and gives its value."""
+        self._assign(node.target, self.visit(node.value), self._is_static_call(node.value))
+        return self.visit(ast.copy_location(ast.Name(id=node.target.id, ctx=ast.Load()), node.target))
 
     def visit_AnnAssign(self, node):
         dtype = T.resolve(self.visit(node.annotation))
@@ -83,7 +88,8 @@ class AssignmentMixin:
             name = target.id if isinstance(target, ast.Name) else target.name
             raise self.error(target, f'`{name}` is defined outside this parallel loop, so all '
                                      f'threads share it: update it with `{name} += ...` '
-                                     f'(an atomic add) or use a field')
+                                     f'(an atomic add), use a field, or run the loop serially '
+                                     f'(`ti.loop_config(serialize=True)` before it)')
         var.store(value)
 
     def _assign_subscript(self, target, value):
@@ -100,6 +106,8 @@ class AssignmentMixin:
             return self._global_write(target, owner, index, value)
         if isinstance(owner, StructField):
             return self._struct_store(target, owner, index, value)
+        if isinstance(owner, ComponentField):
+            return self._store_component(target, owner.parent, index, owner.component, value)
         if isinstance(owner, (list, dict)) and not ops.is_value(index):
             owner[index] = value
             return
@@ -130,22 +138,27 @@ class AssignmentMixin:
             raise self.error(node, 'this vector is defined outside this parallel loop, so all threads share '
                                    'it: update its entries with `+=` (an atomic add) or use a field')
         idx = index if isinstance(index, tuple) else (index,)
-        if any(ops.is_value(i) for i in idx):
-            flat_rt = 0
-            for i, n in zip(idx, var.shape):
-                if ops.is_value(i):
-                    ops.check_component(i, n)
-                flat_rt = flat_rt * n + i
+        if len(idx) == 1 and len(var.shape) == 2:       # a row of a matrix
+            return self._store_row(node, var, idx[0], value)
+        if any(ops.is_value(i) for i in idx):           # each entry keeps its value unless named
+            flat_rt = self._dynamic_flat(node, var.shape, idx)
             for k, v in enumerate(var.vars):
                 v.store(ops.select(flat_rt == k, value, v.load()))
             return
-        if len(idx) == 1 and len(var.shape) == 2:
-            row = idx[0]
-            m = var.shape[1]
-            MatVar((m,), var.vars[row * m:(row + 1) * m]).store(value)
-            return
         flat = flat_component(self, node, var.shape, idx)
         var.vars[flat].store(value)
+
+    def _store_row(self, node, var, row, value):
+        """`m[i] = v` on a local matrix: row i, also at a run-time i (selects per entry)."""
+        n, m = var.shape
+        if not ops.is_value(row):
+            return MatVar((m,), var.vars[row * m:(row + 1) * m]).store(value)
+        entries = value.entries if isinstance(value, Matrix) else [value] * m
+        if len(entries) != m:
+            raise self.error(node, f'cannot assign {len(entries)} entries to a row of {m}', TaichiTypeError)
+        ops.check_component(row, n)
+        for k, v in enumerate(var.vars):
+            v.store(ops.select(row == k // m, entries[k % m], v.load()))
 
     def visit_AugAssign(self, node):
         op = BINOPS[type(node.op)]
@@ -170,6 +183,10 @@ class AssignmentMixin:
                                           self.visit(target.slice), value, atomic=kind)
                     return
                 base = self.visit(target.value)
+                if isinstance(base, ComponentField) and kind:
+                    self._store_component(node, base.parent, self.visit(target.slice), base.component,
+                                          value, atomic=kind)
+                    return
                 if isinstance(base, (Field, NdarrayArg)) and kind:
                     self._global_write(node, base, self.visit(target.slice), value, atomic=kind)
                     return

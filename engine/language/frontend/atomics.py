@@ -8,7 +8,7 @@ import ast
 
 from ...ir import ops
 from ...core.errors import TaichiTypeError
-from ..fields import Field
+from ..fields import ComponentField, Field
 from ..struct_fields import StructField
 from ..matrix import Matrix
 from .components import component_of, flat_component
@@ -38,6 +38,9 @@ class AtomicMixin:
             return self._store_component(node, element[0], self.visit(element[1]),
                                          self.visit(target_node.slice), value, atomic=kind)
         target = self.visit(target_node.value)
+        if isinstance(target, ComponentField):
+            return self._store_component(node, target.parent, self.visit(target_node.slice), target.component,
+                                         value, atomic=kind)
         if isinstance(target, StructField):
             raise self.error(node, f'atomic_{kind} of a whole struct is not supported: apply it to its '
                                    f'members ({target.name}[i].{target.keys[0]}, ...)', TaichiTypeError)

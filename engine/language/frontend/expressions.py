@@ -17,7 +17,7 @@ from ..structs import Struct
 from .components import component_of
 from .markers import BoundFunc, Func
 from .operators import BINOPS, COMPARE, INT_BINOPS
-from .values import Resolved, StructVar
+from .values import MatVar, Resolved, StructVar
 
 
 class ExpressionMixin:
@@ -38,6 +38,9 @@ class ExpressionMixin:
         if resolved is not node:
             return self.visit(resolved)
         var = self._lookup_var(node.value) if isinstance(node.value, (ast.Name, Resolved)) else None
+        fill = self._fill_method(node.value, var) if node.attr == 'fill' else None
+        if fill is not None:
+            return fill
         if isinstance(var, StructVar) and var.struct_type is not None:
             method = var.struct_type.methods.get(node.attr)
             if isinstance(method, Func):        # bound to the local itself: it may update it
@@ -46,6 +49,17 @@ class ExpressionMixin:
         if isinstance(value, Matrix):
             component_of(node.attr, node, self, value.shape)     # `.w` of a 3-vector: say so
         return getattr(value, node.attr)
+
+    def _fill_method(self, owner_node, var):
+        """`m.fill(v)` on a local vector or matrix, or on a field element: it writes them (the
+        method of a loaded value would fill a copy). None for any other owner."""
+        if isinstance(var, MatVar):
+            return lambda value: self._store_var(owner_node, var, value)
+        element = self._vector_element(owner_node)
+        if element is None:
+            return None
+        target, index_node = element
+        return lambda value: self._global_write(owner_node, target, self.visit(index_node), value)
 
     def visit_Resolved(self, node):
         return self._load(node.obj)

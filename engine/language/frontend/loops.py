@@ -2,7 +2,8 @@
 `break` and `continue`, and static (unrolled) loops.
 
 The outermost run-time loop of a kernel runs in parallel unless
-`ti.loop_config(serialize=True)` precedes it; inner loops are serial. An ndrange is one
+`ti.loop_config(serialize=True)` precedes it or it has one iteration (`for _ in
+range(1):`); inner loops are serial. An ndrange is one
 flat loop whose index is split into coordinates.
 """
 import ast
@@ -12,7 +13,7 @@ from ...ir import ops
 from ...core import dtypes as T
 from .. import math as tmath
 from ...core.errors import TaichiCompilationError
-from ..fields import Field
+from ..fields import ComponentField, Field
 from ..struct_fields import StructField
 from ...ir.nodes import Block
 from ..matrix import Matrix
@@ -85,7 +86,7 @@ class LoopMixin:
             return self._ndrange_for(node, self._dims_of(node, iterable.source), grouped=True)
         if isinstance(iterable, NdRange):
             return self._ndrange_for(node, iterable.dims, grouped=False)
-        if isinstance(iterable, (Field, StructField, NdarrayArg)):     # a struct-for
+        if isinstance(iterable, (Field, StructField, NdarrayArg, ComponentField)):     # a struct-for
             return self._ndrange_for(node, self._dims_of(node, iterable), grouped=False)
         if isinstance(iterable, (list, tuple, Matrix)):
             return self._static_for(node, list(iterable))
@@ -107,7 +108,9 @@ class LoopMixin:
 
     def _open_loop(self, begin, end):
         """Emit a `for` over [begin, end) with an i32 index; return (index, body)."""
-        parallel = self._is_top_level() and not LoopConfig.serialize
+        # one iteration runs alone either way: serial, so that the kernel-scope locals it
+        # updates stay locals (`for _ in range(1):`, Taichi's idiom for a serial loop nest)
+        parallel = self._is_top_level() and not LoopConfig.serialize and not _at_most_one(begin, end)
         LoopConfig.serialize = False
         begin, end = ops.as_value(begin, T.i32), ops.as_value(end, T.i32)
         body = Block()
@@ -178,7 +181,7 @@ class LoopMixin:
     def _dims_of(self, node, source):
         if isinstance(source, NdRange):
             return source.dims
-        if isinstance(source, (Field, StructField)):
+        if isinstance(source, (Field, StructField, ComponentField)):
             if not source.placed:
                 self._raise_unplaced(node, source)
             return [(0, n) for n in source.shape]
@@ -215,6 +218,11 @@ class LoopMixin:
                 self._bind_target(t, v, bindings)
         else:
             raise self.error(target, f'cannot bind a loop variable to {describe(target)}')
+
+
+def _at_most_one(begin, end):
+    """Whether [begin, end) is known at compile time to hold at most one index."""
+    return not ops.is_value(begin) and not ops.is_value(end) and end - begin <= 1
 
 
 def _is_one(x):

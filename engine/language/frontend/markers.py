@@ -7,6 +7,7 @@ evaluates those names (a marker does its work at compile time, or none at all).
 """
 import functools
 import inspect
+import itertools
 
 from ...ir import ops
 from ...core.errors import TaichiSyntaxError
@@ -48,10 +49,20 @@ class NdRange:
     def __init__(self, *dims):
         self.dims = [(0, d) if not isinstance(d, (tuple, list)) else tuple(d) for d in dims]
 
+    def __iter__(self):
+        """In Python scope, the index tuples in row-major order, as Taichi's ndrange gives."""
+        return itertools.product(*(range(begin, end) for begin, end in self.dims))
+
 
 class Grouped:
     def __init__(self, source):
         self.source = source
+
+    def __iter__(self):
+        """In Python scope, `ti.grouped(ti.ndrange(...))` gives each index as a vector."""
+        if not isinstance(self.source, NdRange):
+            raise TypeError('ti.grouped(...) iterates in Python scope only over a ti.ndrange')
+        return (Matrix._make((len(index),), list(index)) for index in self.source)
 
 
 def ndrange(*dims):

@@ -1,7 +1,9 @@
 """Global memory: reads and writes of fields, ndarrays and struct fields.
 
 `f[i]` loads a whole element (a Matrix for a vector field, a Struct for a struct field);
-`f[i][k]` with a constant k reads or writes one component only, as does `f[i].x = v`.
+`f[i][k]` with a constant k reads or writes one component only, as does `f[i].x = v`;
+a run-time k writes one component through a guarded store per entry.
+`v.get_scalar_field(k)[i]` is component k of `v[i]`.
 The number and type of indices are checked here, their ranges at run time (codegen).
 """
 import ast
@@ -13,7 +15,8 @@ from .. import structs
 from ...core.program import current as current_program
 from ...core import dtypes as T
 from ...core.errors import TaichiCompilationError, TaichiTypeError
-from ..fields import Field
+from ...ir.nodes import Block
+from ..fields import ComponentField, Field
 from ..struct_fields import StructField
 from ..matrix import Matrix
 from ..structs import Struct
@@ -55,6 +58,10 @@ class MemoryMixin:
             return self._global_load(node, value, index)
         if isinstance(value, StructField):
             return self._struct_load(node, value, index)
+        if isinstance(value, ComponentField):      # v.get_scalar_field(k)[i]: component k of v[i]
+            flat = flat_component(self, node, value.parent.element_shape, value.component)
+            return ops.emit('global_load', self._indices(node, value.parent, index), value.dtype,
+                            target=value.parent, component=flat)
         if isinstance(value, Matrix):
             if isinstance(index, tuple) and any(isinstance(i, Matrix) for i in index):
                 raise self.error(node, 'a matrix cannot be indexed by a vector')
@@ -163,9 +170,46 @@ class MemoryMixin:
 
     def _store_component(self, node, target, index, comp, value, atomic=None):
         idx = self._indices(node, target, index)
+        comps = comp if isinstance(comp, tuple) else (comp,)
+        if any(ops.is_value(c) for c in comps):
+            return self._store_dynamic_component(node, target, idx, comps, value, atomic)
         flat = flat_component(self, node, target.element_shape, comp)
         v = ops.as_value(value, target.dtype)
         if atomic:
             return ops.emit('atomic', idx + [v], target.dtype, target=target, component=flat, kind=atomic)
         self.builder.emit('global_store', idx + [v], target=target, component=flat)
 
+    def _store_dynamic_component(self, node, target, idx, comps, value, atomic):
+        """`f[i][k] = v` (or `+=`) with a run-time k: one guarded store per entry, so that only
+        entry k is written and nothing is read, as with a constant k. An atomic gives the
+        old value of the entry it updated."""
+        flat = self._dynamic_flat(node, target.element_shape, comps)
+        v = ops.as_value(value, target.dtype)
+        old = self._new_var(ops.as_value(0, target.dtype)) if atomic else None
+        for k in range(int(np.prod(target.element_shape))):
+            branch = self.builder.emit('if', [ops.truth(flat == k)], then=Block(), **{'else': Block()})
+            with self.builder.open(branch.attrs['then']):
+                if atomic is None:
+                    self.builder.emit('global_store', idx + [v], target=target, component=k)
+                else:
+                    old.store(ops.emit('atomic', idx + [v], target.dtype, target=target, component=k,
+                                       kind=atomic))
+        return old.load() if atomic else None
+
+    def _dynamic_flat(self, node, shape, comps):
+        """The flat entry that run-time (and constant) component indices name, each checked
+        to lie in its axis when the kernel runs."""
+        if len(comps) != len(shape):
+            raise self.error(node, f'component index {comps} does not match element shape {shape}',
+                             TaichiTypeError)
+        flat = 0
+        for c, n in zip(comps, shape):
+            if ops.is_value(c):
+                ops.check_component(c, n)
+            elif -n <= c < n:
+                c %= n                  # a negative constant counts from the end, as in flat_component
+            else:
+                raise self.error(node, f'component index {c} is out of range for an axis of {n}',
+                                 TaichiTypeError)
+            flat = flat * n + c
+        return flat
