@@ -45,8 +45,8 @@ def _run_parser():
         epilog='example: python -m engine run --frames 200 --video out.mp4 program.py --its-own-flag')
     parser.add_argument('--frames', type=_positive_count, metavar='N',
                         help='end the program after each ti.GUI has shown N frames (gui.show() calls): '
-                             'gui.running turns False, and a program that does not check it ends at its '
-                             'next gui.show() with exit status 0')
+                             'gui.running turns False, and a program that goes on showing frames ends at its '
+                             'next gui.show() (or the one after, if it read gui.running) with exit status 0')
     parser.add_argument('--video', type=_writable_video, metavar='PATH',
                         help='write the frames the first ti.GUI shows to PATH, an .mp4 or .gif (24 frames '
                              'a second), when the N-th is shown or the program ends')

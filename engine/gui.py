@@ -75,6 +75,7 @@ class GUI:
         self.res = (res, res) if isinstance(res, (int, np.integer)) else tuple(int(v) for v in res)
         self.background_color = background_color
         self._running, self._closed_unnoticed = True, False
+        self._shown_after_close = None      # frames shown after --frames closed it (None: open)
         self.frame = 0
         self.fps_limit = None
         self.event = Event()
@@ -110,9 +111,12 @@ class GUI:
         """Write the frame to `file` (its folder is created), then start the next frame. Under
         `python -m engine run --frames N` the N-th frame closes the GUI (as a closed window
         would: `running` turns False); a program that shows another frame without having read
-        `running` since ignores it, and ends there (SystemExit, status 0)."""
-        if self._closed_unnoticed:
-            _recording.end_program(self)
+        `running` since ignores it, and ends there (SystemExit, status 0); one that read it may
+        show one last frame, and ends at the next (`while True:` with a print of `running`)."""
+        if self._shown_after_close is not None:
+            if self._closed_unnoticed or self._shown_after_close:
+                _recording.end_program(self)
+            self._shown_after_close += 1
         if file:
             folder = os.path.dirname(file)
             if folder:
@@ -122,7 +126,7 @@ class GUI:
         self.frame += 1
         if self.frame == _recording.frames:
             _recording.finish(self)
-            self._running, self._closed_unnoticed = False, True
+            self._running, self._closed_unnoticed, self._shown_after_close = False, True, 0
         self.clear()
 
     def get_image(self):
@@ -276,6 +280,12 @@ class GUI:
     def close(self):
         self.running = False
 
+    def __enter__(self):        # `with ti.GUI(...) as gui:` closes it at the end, as Taichi's does
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
 
 class _Recording:
     """`python -m engine run --frames N --video PATH` (engine/taichi_shim.py sets it with
@@ -313,7 +323,7 @@ class _Recording:
         """A program that shows a frame after its GUI closed, without reading gui.running."""
         self.finish()
         print(f'python -m engine run: ended the program at its frame {gui.frame + 1}: --frames {self.frames} '
-              f'closed its ti.GUI and the program does not check gui.running', file=sys.stderr)
+              f'closed its ti.GUI and the program did not end its loop', file=sys.stderr)
         raise SystemExit(0)
 
 

@@ -93,6 +93,8 @@ def run_script(script, args, frames=None, video=None):
         runpy.run_path(script, run_name='__main__')
     except SystemExit as exit_:
         code = exit_.code
+        if code is not None and not isinstance(code, int):
+            print(code, file=sys.stderr)        # sys.exit('message'), as Python prints it
         return code if isinstance(code, int) else (0 if code is None else 1)
     except Exception as exc:        # shown as `python script` shows it: from its frames on
         if isinstance(exc, ImportError):

@@ -49,11 +49,34 @@ def test_a_program_that_ignores_running_ends_at_its_next_frame_with_status_0(tmp
     video = str(tmp_path / 'grow.gif')
     out, err = engine_run('--frames', '4', '--video', video, program('gui_ignores_running.py'))
     assert out.split() == ['shown', '1', 'shown', '2', 'shown', '3', 'shown', '4']
-    assert 'ended the program at its frame 5' in err and 'does not check gui.running' in err
+    assert 'ended the program at its frame 5' in err and 'did not end its loop' in err
     frames = frames_of(video)
     assert frames.shape == (4, 64, 64, 3)
     white = (frames.sum(axis=-1) > 600).reshape(4, -1).sum(axis=1)
     assert all(np.diff(white) > 0)                                 # the circle grows frame by frame
+
+
+def test_a_program_that_reads_running_but_loops_on_ends_one_frame_later(tmp_path):
+    script = tmp_path / 'reads_running.py'
+    script.write_text('import taichi as ti\n'
+                      'gui = ti.GUI("reads", res=32)\n'
+                      'while True:\n'
+                      '    print(gui.running)\n'
+                      '    gui.show()\n')
+    out, err = engine_run('--frames', '3', str(script))
+    assert out.split() == ['True', 'True', 'True', 'False', 'False']    # one last frame, then the end
+    assert 'ended the program at its frame 5' in err
+
+
+def test_sys_exit_with_a_message_prints_it_and_a_gui_closes_as_a_context(tmp_path):
+    script = tmp_path / 'exits.py'
+    script.write_text('import sys\nimport taichi as ti\n'
+                      'with ti.GUI("ctx", res=32) as gui:\n'
+                      '    gui.show()\n'
+                      'print(gui.running)\n'
+                      'sys.exit("stopped on purpose")\n')
+    out, err = engine_run(str(script), expect=1)
+    assert out.strip() == 'False' and 'stopped on purpose' in err
 
 
 def test_a_program_that_ends_first_gets_the_frames_it_showed(tmp_path):
