@@ -4,7 +4,7 @@ Python's bare "module has no attribute"; `import taichi.<name>` of a missing sub
 the same (engine/taichi_shim.py). A name neither Taichi's list below nor the engine knows
 (a typo, an internal) gets the same kind of message, with the closest name it has.
 docs/taichi_programs.md lists the same names."""
-import difflib
+from .core.errors import WHERE, unknown_name  # noqa: F401 (engine/taichi_shim.py, engine/gui.py use them from here)
 
 SPARSE = 'sparse data structures (pointer, bitmasked and dynamic SNodes are refused too)'
 QUANT = 'quantized types (ti.types.quant, ti.BitpackedFields)'
@@ -39,9 +39,6 @@ MISSING_TYPES = {
 }
 
 
-WHERE = '(docs/taichi_programs.md lists what is missing)'
-
-
 def refuse(name, namespace='ti', known=()):
     """Raise the AttributeError for `namespace.name`: what the feature is when it is one of
     Taichi's listed above, else that the engine lacks it, naming the closest of `known`.
@@ -53,12 +50,3 @@ def refuse(name, namespace='ti', known=()):
     if what is None:
         raise unknown_name(namespace, name, known)
     raise AttributeError(f'{namespace}.{name} is not supported by this engine: {what} {WHERE}', name=name)
-
-
-def unknown_name(namespace, name, known, what='the engine has no such name'):
-    """The AttributeError for a name that is neither the engine's nor in the lists above."""
-    public = [k for k in known if not k.startswith('_')]
-    close = difflib.get_close_matches(name, public, n=1)
-    hint = f'; did you mean {close[0]!r}?' if close else ''
-    # `name=` set: Python's traceback adds no "Did you mean" of its own to the engine's
-    return AttributeError(f'{namespace}.{name} is not supported by this engine: {what}{hint} {WHERE}', name=name)

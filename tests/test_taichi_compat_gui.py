@@ -192,3 +192,11 @@ def test_missing_names_in_python(recwarn):
     with pytest.raises(AttributeError, match="ti.GUI.is_presed .*did you mean 'is_pressed'"):
         gui.is_presed('a')
     assert (gui.get_event(), list(gui.get_events(ti.GUI.PRESS)), gui.get_cursor_pos()) == (False, [], (0.5, 0.5))
+
+
+@pytest.mark.parametrize('namespace', ['math', 'ad', 'linalg', 'profiler', 'tools'])
+def test_missing_names_in_the_sub_namespaces(namespace):
+    module = getattr(ti, namespace)
+    with pytest.raises(AttributeError, match=f'ti.{namespace}.no_such_name is not supported by this engine'):
+        module.no_such_name
+    assert getattr(module, 'no_such_name', 5) == 5 and not hasattr(module, '__wrapped__')

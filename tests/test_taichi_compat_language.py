@@ -354,3 +354,30 @@ def test_a_plain_python_function_runs_when_the_kernel_compiles():
     assert x.to_numpy().tolist() == [1, 3, 5, 7]
     with pytest.raises(ti.TaichiSyntaxError, match='make it a @ti.func'):
         touches_a_field()
+
+
+def test_a_matrix_row_read_at_a_run_time_index_with_its_gradient():
+    ti.init(default_fp=ti.f64)
+    a = ti.field(ti.f64, shape=6, needs_grad=True)
+    k = ti.field(ti.i32, shape=())
+    loss = ti.field(ti.f64, shape=(), needs_grad=True)
+
+    @ti.kernel
+    def f():
+        m = ti.Matrix([[a[0], a[1]], [a[2], a[3]], [a[4], a[5]]])
+        for _ in range(1):
+            row = m[k[None]]
+            loss[None] += row[0] * row[0] + 3 * row[1]
+
+    def run(x):
+        a.from_numpy(x)
+        with ti.ad.Tape(loss):
+            f()
+        return loss[None]
+    x = np.linspace(0.1, 0.6, 6)
+    for r in range(3):
+        k[None] = r
+        assert run(x) == pytest.approx(x[2 * r] ** 2 + 3 * x[2 * r + 1])
+        grad = a.grad.to_numpy().copy()
+        fd = [(run(x + e) - run(x - e)) / 2e-6 for e in np.eye(6) * 1e-6]
+        assert np.allclose(grad, fd, atol=1e-8)

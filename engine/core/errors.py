@@ -1,4 +1,5 @@
 """Errors raised for user programs, formatted like Python's own tracebacks."""
+import difflib
 import linecache
 import os
 import sys
@@ -137,3 +138,25 @@ def full_traceback():
     if os.environ.get('ENGINE_FULL_TRACEBACK', '0') not in ('', '0'):
         return True
     return ctx.program is not None and ctx.program.config.print_full_traceback
+
+
+WHERE = '(docs/taichi_programs.md lists what is missing)'
+
+
+def unknown_name(namespace, name, known, what='the engine has no such name'):
+    """The AttributeError for `namespace.name`, a name the engine does not have: the
+    closest of `known` as a hint (engine/unsupported.py lists Taichi's names it lacks)."""
+    public = [k for k in known if not k.startswith('_')]
+    close = difflib.get_close_matches(name, public, n=1)
+    hint = f'; did you mean {close[0]!r}?' if close else ''
+    # `name=` set: Python's traceback adds no "Did you mean" of its own to the engine's
+    return AttributeError(f'{namespace}.{name} is not supported by this engine: {what}{hint} {WHERE}', name=name)
+
+
+def missing_attribute(namespace, name, known):
+    """A module's __getattr__ (ti.math, ti.ad, ...): Python's protocol names (`__path__`)
+    get Python's plain error, as callers probe them; others the engine's message."""
+    if name.startswith('__'):
+        return AttributeError(name)
+    return unknown_name(namespace, name, known)
+

@@ -26,7 +26,7 @@ import math as _pymath
 from . import math as tm
 from ..ir import ops
 from ..core import dtypes as T
-from ..core.errors import TaichiTypeError
+from ..core.errors import TaichiTypeError, missing_attribute
 from .matrix import Matrix
 
 # Guard thresholds per float width: (TINY, TINY2). Values below TINY count as
@@ -387,3 +387,9 @@ def _rotate_last_two_columns(M, R):
 
 def _rows_matrix(rows):
     return Matrix._make((len(rows), len(rows[0])), [x for row in rows for x in row])
+
+
+def __getattr__(name):
+    """A name ti.linalg lacks (one of Taichi's, or a typo): the engine's message, not Python's."""
+    raise missing_attribute('ti.linalg', name, globals())
+

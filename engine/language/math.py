@@ -11,7 +11,7 @@ import numpy as np
 from . import fields, placement
 from ..ir import ops
 from ..core import dtypes as T
-from ..core.errors import TaichiTypeError
+from ..core.errors import TaichiTypeError, missing_attribute
 from .matrix import Matrix
 
 
@@ -480,3 +480,9 @@ def _constant_like(x, c):
 def assume_in_range(val, base, low, high):
     """A hint for Taichi's GPU shared-memory caches; the value passes unchanged."""
     return val
+
+
+def __getattr__(name):
+    """A name ti.math lacks (one of Taichi's, or a typo): the engine's message, not Python's."""
+    raise missing_attribute('ti.math', name, globals())
+

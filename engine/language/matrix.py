@@ -81,10 +81,22 @@ class Matrix:
         flat = self._flat_index(index)
         if flat is None:                      # a row of a matrix
             i = index[0] if isinstance(index, tuple) else index
-            return Matrix._make((self.shape[1],), self.entries[i * self.shape[1]:(i + 1) * self.shape[1]])
+            n, m = self.shape
+            if ops.is_value(i):               # at a run-time index: each entry a select over the rows
+                ops.check_component(i, n)
+                return Matrix._make((m,), [self._row_select(i, j) for j in range(m)])
+            return Matrix._make((m,), self.entries[i * m:(i + 1) * m])
         if isinstance(flat, tuple):
             return self._dynamic_get(flat)
         return self.entries[flat]
+
+    def _row_select(self, i, j):
+        """Entry j of row i, i a run-time value."""
+        m = self.shape[1]
+        result = self.entries[j]
+        for row in range(1, self.shape[0]):
+            result = ops.select(i == row, self.entries[row * m + j], result)
+        return result
 
     def _dynamic_get(self, index):
         """Indexing with a run-time value: a chain of selects over the entries."""

@@ -16,7 +16,7 @@ from .kernels import Kernel
 from .tape import Tape
 from .finite_diff import GradientCheckError, restore_fields, snapshot_fields
 from .gradcheck import check_gradients, keep_adjoints, rollout_report
-from ..core.errors import AutodiffError
+from ..core.errors import AutodiffError, missing_attribute
 from ..autodiff.rules import AutodiffRuleError
 from ..autodiff.transforms import grad, jvp, vjp
 
@@ -296,3 +296,9 @@ def jacobian(fn, inputs, outputs, mode='forward'):
             J[row] = np.concatenate([f.grad.data.reshape(-1) for f in inputs])
             row += 1
     return J
+
+
+def __getattr__(name):
+    """A name ti.ad lacks (one of Taichi's, or a typo): the engine's message, not Python's."""
+    raise missing_attribute('ti.ad', name, globals())
+

@@ -11,6 +11,7 @@ import array
 import time
 
 from ..core.program import current as current_program
+from ..core.errors import missing_attribute
 
 SUFFIXES = {'_grad': '.grad', '_nograd': '.grad', '_fwd': '.fwd'}   # build_native's suffixes
 TRACE_LIMIT = 1_000_000         # launches kept for the 'trace' mode (12 bytes each)
@@ -162,3 +163,9 @@ def print_memory_profiler_info():
     placed = [f for f in current_program().fields if f.placed]
     nbytes = sum(f._data.nbytes for f in placed)
     print(f'Memory profiler: {len(placed)} fields placed, {nbytes / 2 ** 20:.3f} MiB in all')
+
+
+def __getattr__(name):
+    """A name ti.profiler lacks (one of Taichi's, or a typo): the engine's message, not Python's."""
+    raise missing_attribute('ti.profiler', name, globals())
+
