@@ -381,3 +381,13 @@ def test_a_matrix_row_read_at_a_run_time_index_with_its_gradient():
         grad = a.grad.to_numpy().copy()
         fd = [(run(x + e) - run(x - e)) / 2e-6 for e in np.eye(6) * 1e-6]
         assert np.allclose(grad, fd, atol=1e-8)
+
+
+def test_get_scalar_field_checks_its_component_at_once():
+    ti.init()
+    v = ti.Vector.field(3, ti.f32, shape=4)
+    v.get_scalar_field(-1).fill(2.0)        # the last component, as a Python index
+    assert v.to_numpy()[:, 2].tolist() == [2.0] * 4
+    for bad in (3, -4, 1.0):
+        with pytest.raises(IndexError, match='get_scalar_field'):
+            v.get_scalar_field(bad)

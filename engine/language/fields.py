@@ -193,7 +193,11 @@ class Field:
         """One component, for placing a vector or matrix field component by component."""
         if len(component) != len(self.element_shape):
             raise TypeError(f'{self.name}.get_scalar_field needs {len(self.element_shape)} component indices')
-        return ComponentField(self, component)
+        for k, n in zip(component, self.element_shape):
+            if not isinstance(k, (int, np.integer)) or not -n <= k < n:
+                raise IndexError(f'{self.name}.get_scalar_field{tuple(component)}: a component index out of '
+                                 f'range for elements of shape {self.element_shape}')
+        return ComponentField(self, tuple(int(k) % n for k, n in zip(component, self.element_shape)))
 
     @property
     def n(self):
