@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import engine as ti
+from test_linalg_python import _rot3    # the rotation about axis 0, 1 or 2 (numpy)
 
 tm = ti.math
 PI = math.pi
@@ -34,15 +35,6 @@ def mat(xs, n, m=None):
 
 def rows3(m):
     return [[m[i, j] for j in range(3)] for i in range(3)]
-
-
-def rot_xyz(axis, a):
-    """The rotation by a about axis 0, 1 or 2 (numpy, for the expected values)."""
-    c, s = math.cos(a), math.sin(a)
-    i, j = (axis + 1) % 3, (axis + 2) % 3
-    r = np.eye(3)
-    r[i, i], r[i, j], r[j, i], r[j, j] = c, -s, s, c
-    return r
 
 
 def homogeneous(r):
@@ -104,7 +96,7 @@ CASES = [
     case('rotation3d', [0.52, -0.785, 1.046], lambda x: tm.rotation3d(*x), M_ROT3D),
     case('rot_yaw_pitch_roll', [1.046, 0.52, -0.785], lambda x: tm.rot_yaw_pitch_roll(*x), M_ROT3D),
     case('rot_yaw_pitch_roll_order', [0.3, -0.4, 0.5], lambda x: tm.rot_yaw_pitch_roll(*x),
-         homogeneous((rot_xyz(1, 0.3) @ rot_xyz(0, -0.4) @ rot_xyz(2, 0.5)).T)),
+         homogeneous((_rot3(1, 0.3) @ _rot3(0, -0.4) @ _rot3(2, 0.5)).T)),
     case('rot_by_axis', [1, 2, 2, 0.7], lambda x: tm.rot_by_axis(vec(x[:3]), x[3]),
          rodrigues_transposed([1, 2, 2], 0.7)),
     case('translate', [1, 2, 3], lambda x: tm.translate(*x),

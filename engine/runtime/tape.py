@@ -110,13 +110,11 @@ class Tape:
         replayed adjoints (LaunchList.add_restore); this path runs once per save, so it is short."""
         python = []
         for save in saves:
-            if save.offset is not None:     # a field's contiguous elements: the common case, kept short
-                target = self.restored.get(id(save.obj._data)) or self._target(save.obj, args)
-                if target.dual is None:
-                    if save.nbytes:
-                        self.native.add_restore(target.address + save.offset, save)
-                    continue
             target = self._target(save.obj, args)
+            if save.offset is not None and target.dual is None:     # a field's contiguous elements
+                if save.nbytes:
+                    self.native.add_restore(target.address + save.offset, save)
+                continue
             index = save.index
             values = target.data[index].copy()
             tangents = None if target.dual is None else target.dual[index].copy()
@@ -277,8 +275,8 @@ class Tape:
             self.kept[what] = self.kept.get(what, 0) + nbytes
             self.kept_bytes += nbytes
         native = self.native
-        records = len(native.arguments) - native.restored_bytes + _RECORD_BYTES * len(native.kernels)
-        total = records + self.kept_bytes + native.restored_bytes
+        records = self._grown() - native.restored_bytes
+        total = self._grown() + self.kept_bytes
         self.check_at = self.memory_limit - self.kept_bytes if self.memory_limit else float('inf')
         if self.memory_limit and total > self.memory_limit:
             held = sorted(self.memory_report().items(), key=lambda item: -item[1])
@@ -301,7 +299,7 @@ class Tape:
         ndarray, its values saved before writes over what earlier launches read and around
         writes from Python}."""
         native = self.native
-        report = {'records': len(native.arguments) - native.restored_bytes + _RECORD_BYTES * len(native.kernels)}
+        report = {'records': self._grown() - native.restored_bytes}
         for (kind, name), nbytes in self.kept.items():
             report[_KEPT[kind].format(name)] = nbytes
         for name, nbytes in native.restored_by_name().items():
