@@ -6,7 +6,6 @@ the same (engine/taichi_shim.py). A name neither Taichi's list below nor the eng
 docs/taichi_programs.md lists the same names."""
 from .core.errors import WHERE, unknown_name  # noqa: F401 (engine/taichi_shim.py, engine/gui.py use them from here)
 
-SPARSE = 'sparse data structures (pointer, bitmasked and dynamic SNodes are refused too)'
 QUANT = 'quantized types (ti.types.quant, ti.BitpackedFields)'
 MISSING = {
     'ui': 'GGUI (ti.ui.Window, Canvas, Scene); ti.GUI is here and draws off screen',
@@ -23,9 +22,7 @@ MISSING = {
     'u1': '1-bit integers (ti.u1)',
     'bit_cast': 'ti.bit_cast',
     'global_thread_idx': 'ti.global_thread_idx',
-    'FieldsBuilder': f'ti.FieldsBuilder ({SPARSE})',
-    'append': SPARSE, 'length': SPARSE, 'is_active': SPARSE, 'activate': SPARSE,
-    'deactivate': SPARSE, 'deactivate_all_snodes': SPARSE, 'rescale_index': SPARSE,
+    'FieldsBuilder': 'ti.FieldsBuilder (layout trees built apart from ti.root); ti.root builds them',
     'real_func': 'real (not inlined, recursive) functions; ti.func inlines',
     'experimental': 'ti.experimental (real_func, ...); ti.func inlines',
     '_lib': "Taichi's compiled core (taichi._lib); the engine compiles kernels itself, through LLVM",

@@ -11,17 +11,6 @@ import engine as ti
 pytestmark = pytest.mark.usefixtures('ti_init')
 
 
-# --- sparse SNodes: refused, never allocated densely -------------------------------------
-
-@pytest.mark.parametrize('build', [lambda: ti.root.pointer(ti.i, 4),
-                                   lambda: ti.root.dense(ti.i, 2).bitmasked(ti.j, 8),
-                                   lambda: ti.root.dense(ti.i, 2).dynamic(ti.j, 16, chunk_size=4)])
-def test_sparse_snodes_are_refused_naming_the_line(build):
-    with pytest.raises(ti.TaichiNotImplementedError, match=r'test_taichi_compat_python_scope.py:\d+: sparse'):
-        build()
-    assert issubclass(ti.TaichiNotImplementedError, (ti.TaichiRuntimeError, NotImplementedError))
-
-
 # --- Python-scope element writes, swizzles, any/all ----------------------------------------
 
 def test_swizzle_setters_write_through_field_elements():

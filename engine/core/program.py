@@ -130,6 +130,7 @@ class Program:
         self.generation = Program.generation
         self.config = config
         self.fields = []
+        self.snodes = []                  # the layout tree's nodes below ti.root (engine/language/snodes.py)
         self.field_table = np.zeros(64, dtype=np.uint64)
         self.runtime_buffer = np.zeros(RT_WORDS, dtype=np.int64)
         self.runtime_buffer[RT_RNG_SEED] = config.random_seed

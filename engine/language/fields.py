@@ -6,10 +6,6 @@ multiply the extent of their axes, and the logical indexing is the same
 whatever the nesting, so storage stays a plain numpy array (cheap `to_numpy`,
 natural interop) and kernels get raw pointers to it.
 """
-import ast
-import linecache
-import re
-import sys
 
 import numpy as np
 
@@ -19,7 +15,9 @@ from ..core.context import ctx
 from ..core.program import current as current_program
 from ..core import dtypes as T
 from ..core.errors import AutodiffError, TaichiRuntimeError, TaichiSyntaxError, user_line
+from . import sparse
 from .matrix import Matrix
+from .naming import guess_name  # noqa: F401 (placement, struct_fields, math)
 
 
 def _zeros(field, shape, copies=1):
@@ -61,50 +59,10 @@ def _gib(nbytes):
     return f'{nbytes / 2 ** 30:.3g} GiB'
 
 
-def guess_name(depth=2):
-    """The variable a field is assigned to at its creation (`x = ti.field(...)`, also
-    `x, y = ti.field(...), ti.field(...)` and `p = ti.field(...); q = ti.field(...)`)."""
-    frame = sys._getframe(depth)
-    line = linecache.getline(frame.f_code.co_filename, frame.f_lineno)
-    name = _name_at_call(frame, line)
-    if name:
-        return name
-    match = re.match(r'\s*([A-Za-z_][\w.]*)\s*=[^=]', line)
-    return match.group(1) if match else f'field@{frame.f_code.co_filename.split("/")[-1]}:{frame.f_lineno}'
-
-
-def _name_at_call(frame, line):
-    """The target of the assignment, on this one line, whose value holds the call the frame
-    is making (found by the call's column)."""
-    indent = len(line) - len(line.lstrip())
-    try:
-        module = ast.parse(line.strip())
-        _, _, col, _ = list(frame.f_code.co_positions())[frame.f_lasti // 2]
-    except (SyntaxError, IndexError, ValueError, AttributeError):
-        return None
-    if col is None:
-        return None
-    col -= indent
-
-    def spans(node):
-        return node.col_offset <= col < node.end_col_offset
-
-    for statement in module.body:
-        if not (isinstance(statement, ast.Assign) and spans(statement.value)):
-            continue
-        target, value = statement.targets[0], statement.value
-        if isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple):
-            for name, part in zip(target.elts, value.elts):
-                if spans(part):
-                    return ast.unparse(name)
-            return None
-        return ast.unparse(target)
-    return None
-
-
 class Field:
     """A global array of scalars, vectors or matrices with optional .grad/.dual."""
     owns_storage = True     # no other field or ndarray is its memory (engine/ir/simplify.py)
+    container = None        # the layout node that place() put it under (engine/language/snodes.py)
 
     def __init__(self, dtype, element_shape=(), shape=None, name=None, needs_grad=False,
                  needs_dual=False, primal=None, role='primal'):
@@ -157,6 +115,14 @@ class Field:
             self._write(Ellipsis, values)
 
     def _write(self, index, values):
+        self._write_values(index, values)
+        node = sparse.container_of(self)
+        if node is not None and sparse.is_sparse_node(node):
+            cell = index[:len(self.shape)] if isinstance(index, tuple) else index
+            node.activate_python(Ellipsis if cell is Ellipsis or Ellipsis in cell else cell)
+
+    def _write_values(self, index, values):
+        """A write from Python that activates nothing (zeros of deactivated cells, fill)."""
         _observed_write(self, self.data, index, values)
 
     def _allocate(self, shape, by_user=True):
@@ -260,12 +226,44 @@ class Field:
         return []
 
     def fill(self, value):
+        """Every element, from Python; under a sparse node, every active element (as Taichi's
+        fill, a struct-for over the field)."""
         if ops.current_builder() is not None:
             raise TaichiSyntaxError(f'{self.name}.fill() is called in a kernel: as in Taichi, it fills a field '
                                     f'from Python scope only; in a kernel, write the loop '
                                     f'`for I in ti.grouped({self.name}): {self.name}[I] = value`')
         self.ensure_placed()
-        self._write(Ellipsis, value)
+        node = sparse.container_of(self)
+        active = node.active_cells() if node is not None else None
+        if active is None:
+            self._write(Ellipsis, value)
+        else:               # every element written, the inactive ones with the zeros they hold
+            values = self.data.copy()
+            values[active] = value
+            self._write_values(Ellipsis, values)
+
+    # --- sparse layouts (engine/language/snodes.py, sparse.py) --------------------
+    def parent(self, n=1):
+        """The layout node the field was placed under (n=2: its parent, ...)."""
+        node = sparse.container_of(self)
+        if node is None:
+            raise TaichiRuntimeError(f'field {self.name} was made with shape=, not placed in a layout; '
+                                     f'parent() needs ti.root...place({self.name})')
+        return node.parent(n - 1)
+
+    @property
+    def snode(self):
+        return _Place(self)
+
+    def append(self, value):
+        """`x.append(v)` in a kernel: a list placed directly under ti.root.dynamic(...)."""
+        return sparse.append(self.parent(), [], value)
+
+    def length(self):
+        return sparse.length(self.parent(), [])
+
+    def deactivate(self):
+        return sparse.deactivate(self.parent(), [])
 
     def to_torch(self, device=None, keep_dims=False):
         """A new PyTorch tensor of the values (as to_numpy; torch is an optional extra)."""
@@ -304,6 +302,20 @@ class Field:
         a field with a gradient or tangent, a kernel launch (as in Taichi), so that they flow
         through the copy."""
         _copy(self, other, Field)
+
+
+class _Place:
+    """`x.snode`: the field's place in the layout tree; `x.snode.parent()` is x.parent()."""
+
+    def __init__(self, field):
+        self.field = field
+
+    def parent(self, n=1):
+        return self.field.parent(n)
+
+    shape = property(lambda self: self.field.shape)
+    dtype = property(lambda self: self.field.dtype)
+    container = property(lambda self: sparse.container_of(self.field))
 
 
 def _copy(dst, src, kind):

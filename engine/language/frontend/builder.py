@@ -14,6 +14,7 @@ import ast
 
 from ...core.errors import TaichiCompilationError, TaichiSyntaxError, TaichiTypeError
 from ...ir.nodes import Builder, building
+from .. import sparse
 from .assignment import AssignmentMixin
 from .atomics import AtomicMixin
 from .calls import CallMixin
@@ -43,6 +44,7 @@ class KernelBuilder(ScopeMixin, ExpressionMixin, MemoryMixin, AtomicMixin, Assig
         self.kernel_source = kernel_source
         self.return_type = None
         self.returns_seen = 0
+        self.sparse_loops = {}      # struct-fors over sparse cells: {IR for: (layout node, coordinates)}
 
     def build(self, make_params):
         """`make_params()` -> {name: Value, Field, NdarrayArg or Python value}, called
@@ -57,6 +59,7 @@ class KernelBuilder(ScopeMixin, ExpressionMixin, MemoryMixin, AtomicMixin, Assig
             if self.return_type is not None and not self.returns_seen:
                 raise self.error(self.kernel_source.node, f'kernel {self.kernel_source.fn.__name__} has a '
                                                           f'return type but does not have a return statement')
+            sparse.activate_writes(self.builder.root, self.sparse_loops)
         return self.builder.root
 
     @property

@@ -8,17 +8,23 @@ import ast
 
 import numpy as np
 
-from .. import printing
+from .. import printing, sparse
 from ..fields import Field
 from .components import component_of, constant_component, flat_component
 from .markers import BoundFunc, Func, is_template_annotation
 from .values import ElementRef, MatVar, NdarrayArg, Resolved, StructVar, Var
 
 
+LIST_METHODS = {'append': sparse.append, 'length': sparse.length, 'deactivate': sparse.deactivate}
+
+
 class CallMixin:
     """Calls (a part of KernelBuilder)."""
 
     def visit_Call(self, node):
+        listed = self._list_call(node)
+        if listed is not None:
+            return listed[0]
         fn = self.visit(node.func)
         kind = getattr(fn, '_atomic_kind', None)
         if kind is not None:
@@ -43,6 +49,20 @@ class CallMixin:
         if getattr(fn, '_is_kernel', False):
             raise self.error(node, 'calling a kernel from a kernel is not supported; use a ti.func')
         return fn(*args, **kwargs)
+
+    def _list_call(self, node):
+        """`x[i].append(v)`, `x[i].length()`, `x[i].deactivate()` on a field placed under a
+        dynamic node: the list at the parent's cell i (a 1-tuple of the result; else None)."""
+        func = node.func
+        if not (isinstance(func, ast.Attribute) and func.attr in LIST_METHODS and
+                isinstance(func.value, ast.Subscript) and isinstance(func.value.value, (ast.Name, ast.Attribute))):
+            return None
+        base = self.visit(func.value.value)
+        layout = sparse.container_of(base) if isinstance(base, Field) else None
+        if layout is None or layout.kind != 'dynamic':
+            return None
+        args = [self.visit(a) for a in node.args]
+        return (LIST_METHODS[func.attr](layout, self.visit(func.value.slice), *args),)
 
     def _call_func(self, node, fn):
         """A ti.func call: an argument of a ti.template() parameter that names a local (or a

@@ -7,13 +7,16 @@ range(1):`); inner loops are serial. An ndrange is one
 flat loop whose index is split into coordinates.
 """
 import ast
+import contextlib
 import itertools
 
 from ...ir import ops
 from ...core import dtypes as T
 from .. import math as tmath
 from ...core.errors import TaichiCompilationError
+from .. import sparse
 from ..fields import ComponentField, Field
+from ..snodes import SNode
 from ..struct_fields import StructField
 from ...ir.nodes import Block
 from ..matrix import Matrix
@@ -25,8 +28,9 @@ from .values import NdarrayArg, RuntimeRange
 class Loop:
     """A loop being compiled: static (unrolled) or run-time, parallel or serial."""
 
-    def __init__(self, kind):
+    def __init__(self, kind, stmt=None):
         self.kind = kind  # 'static', 'serial' or 'parallel'
+        self.stmt = stmt  # the IR `for` of a run-time loop
 
 
 class LoopMixin:
@@ -83,11 +87,12 @@ class LoopMixin:
         if isinstance(iterable, RuntimeRange):
             return self._range_for(node, iterable.start, iterable.stop, iterable.step)
         if isinstance(iterable, Grouped):
-            return self._ndrange_for(node, self._dims_of(node, iterable.source), grouped=True)
+            return self._ndrange_for(node, self._dims_of(node, iterable.source), grouped=True,
+                                     guard=_layout_node(iterable.source))
         if isinstance(iterable, NdRange):
             return self._ndrange_for(node, iterable.dims, grouped=False)
-        if isinstance(iterable, (Field, StructField, NdarrayArg, ComponentField)):     # a struct-for
-            return self._ndrange_for(node, self._dims_of(node, iterable), grouped=False)
+        if isinstance(iterable, (Field, StructField, NdarrayArg, ComponentField, SNode)):     # a struct-for
+            return self._ndrange_for(node, self._dims_of(node, iterable), grouped=False, guard=_layout_node(iterable))
         if isinstance(iterable, (list, tuple, Matrix)):
             return self._static_for(node, list(iterable))
         raise self.error(iter_node, f'cannot loop over {type(iterable).__name__} in a kernel')
@@ -115,8 +120,8 @@ class LoopMixin:
         begin, end = ops.as_value(begin, T.i32), ops.as_value(end, T.i32)
         body = Block()
         index = ops.Value('loop_index', (), T.i32)
-        self.builder.emit('for', [begin, end], body=body, index=index, parallel=parallel)
-        return index, body, Loop('parallel' if parallel else 'serial')
+        stmt = self.builder.emit('for', [begin, end], body=body, index=index, parallel=parallel)
+        return index, body, Loop('parallel' if parallel else 'serial', stmt)
 
     def _range_for(self, node, start, stop, step):
         if ops.is_value(step):
@@ -139,7 +144,9 @@ class LoopMixin:
         finally:
             self.loops.pop()
 
-    def _ndrange_for(self, node, dims, grouped):
+    def _ndrange_for(self, node, dims, grouped, guard=None):
+        """A loop over a box; `guard`: a layout node with sparse cells, whose active cells
+        only the loop visits (the box is the node's; engine/language/sparse.py)."""
         begins = [d[0] for d in dims]
         # an axis whose end is not after its begin runs no iteration (as in Python, and as in
         # Taichi since 1.0.1): the product of two negative sizes must not be positive
@@ -162,21 +169,34 @@ class LoopMixin:
                 coords = [c + b if not (isinstance(b, int) and b == 0) else c
                           for c, b in zip(reversed(coords), begins)]
                 coords = [ops.as_value(c, T.i32) for c in coords]
-                bindings = {}
-                if grouped:
-                    if not isinstance(node.target, ast.Name):
-                        raise self.error(node.target, 'ti.grouped binds one name')
-                    bindings[node.target.id] = Matrix._make((len(coords),), coords)
-                else:
-                    names = node.target.elts if isinstance(node.target, ast.Tuple) else [node.target]
-                    if len(names) != len(coords):
-                        raise self.error(node.target, f'this loop has {len(coords)} indices, '
-                                                      f'but binds {len(names)} name(s)')
-                    for t, c in zip(names, coords):
-                        bindings[t.id] = c
-                self._in_scope(node.body, bindings)
+                with self._active_cells(loop, guard, coords):
+                    self._bind_ndrange(node, coords, grouped)
         finally:
             self.loops.pop()
+
+    def _active_cells(self, loop, guard, coords):
+        """Open the block that runs for active cells only (the whole body where `guard` is None)."""
+        if guard is None:
+            return contextlib.nullcontext()
+        self.sparse_loops[loop.stmt] = (guard, coords)
+        active = Block()
+        self.builder.emit('if', [ops.truth(sparse.cell_active(guard, coords))], then=active, **{'else': Block()})
+        return self.builder.open(active)
+
+    def _bind_ndrange(self, node, coords, grouped):
+        bindings = {}
+        if grouped:
+            if not isinstance(node.target, ast.Name):
+                raise self.error(node.target, 'ti.grouped binds one name')
+            bindings[node.target.id] = Matrix._make((len(coords),), coords)
+        else:
+            names = node.target.elts if isinstance(node.target, ast.Tuple) else [node.target]
+            if len(names) != len(coords):
+                raise self.error(node.target, f'this loop has {len(coords)} indices, '
+                                              f'but binds {len(names)} name(s)')
+            for t, c in zip(names, coords):
+                bindings[t.id] = c
+        self._in_scope(node.body, bindings)
 
     def _dims_of(self, node, source):
         if isinstance(source, NdRange):
@@ -185,7 +205,7 @@ class LoopMixin:
             if not source.placed:
                 self._raise_unplaced(node, source)
             return [(0, n) for n in source.shape]
-        if isinstance(source, NdarrayArg):
+        if isinstance(source, (NdarrayArg, SNode)):
             return [(0, n) for n in source.shape]
         raise self.error(node, f'ti.grouped takes a field or an ndrange, got {type(source).__name__}')
 
@@ -218,6 +238,17 @@ class LoopMixin:
                 self._bind_target(t, v, bindings)
         else:
             raise self.error(target, f'cannot bind a loop variable to {describe(target)}')
+
+
+def _layout_node(source):
+    """The layout node whose cells a struct-for over `source` visits, where some may be
+    inactive; None where all exist."""
+    if isinstance(source, StructField):
+        source = source.leaves()[0]
+    if isinstance(source, ComponentField):
+        source = source.parent
+    node = source if isinstance(source, SNode) else sparse.container_of(source) if isinstance(source, Field) else None
+    return node if sparse.is_sparse_node(node) else None
 
 
 def _at_most_one(begin, end):

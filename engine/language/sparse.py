@@ -1,0 +1,298 @@
+"""Sparse SNodes in kernels: writes activate, struct-fors visit active cells only, and
+`ti.activate`, `ti.deactivate`, `ti.is_active`, `ti.append`, `ti.length`, `ti.rescale_index`.
+
+Activity lives in i32 fields (engine/language/snodes.py), so what is emitted here is
+ordinary IR: activation is an integer `atomic max` (1 into a pointer's or bitmask's
+activity, j + 1 into a dynamic list's length), whose result nothing uses: integer max
+commutes, so it never orders a parallel loop (engine/backend/cpu/ordering.py), and the
+tape saves and restores activity as it does any field it sees written. A struct-for is
+a loop over the whole extent with the body under `if <the cell is active>`.
+
+A write in a struct-for to the very cell the loop is at activates nothing: the cell is
+active, or the loop would not be there. This keeps `for I in ti.grouped(x): x[I] = ...`
+free of activity writes, so the loop's read of the activity (its guard) does not make it
+a loop whose iterations read what others write.
+"""
+from ..core import dtypes as T
+from ..core.errors import TaichiSyntaxError
+from ..ir import ops
+from ..ir.nodes import Block, Builder, building
+from .matrix import Matrix
+
+
+def container_of(field):
+    """The layout node a field was placed under (its primal's, for a .grad or .dual); None
+    for a field made with shape=, which is dense."""
+    node = getattr(field, 'container', None)
+    if node is None and getattr(field, 'primal', None) is not None:
+        return container_of(field.primal)
+    return node
+
+
+def is_sparse_node(node):
+    return node is not None and any(n.sparse for n in node.path())
+
+
+def rescale(from_extents, to_extents, index):
+    """Coordinates, in a node of `to_extents`, of the cell at `index` of a node below it
+    (Python ints or kernel values)."""
+    axes = sorted(from_extents)
+    out = []
+    for axis in sorted(to_extents):
+        coord = index[axes.index(axis)]
+        d = from_extents[axis] // to_extents[axis]
+        out.append(coord if d == 1 else coord // d)
+    return out
+
+
+def _indices(index, node, what):
+    """An index given as a scalar, list, tuple or vector, checked against the node's axes."""
+    if index is None:
+        index = []
+    elif isinstance(index, Matrix):
+        index = list(index.entries)
+    elif not isinstance(index, (list, tuple)):
+        index = [index]
+    index = [ops.as_value(i, T.i32) if not ops.is_value(i) or i.dtype.bits < 32 else i for i in index]
+    if len(index) != len(node.extents):
+        raise TaichiSyntaxError(f'{what}: {node!r} has {len(node.extents)} axes, got {len(index)} indices')
+    return index
+
+
+def _in_kernel(what):
+    if ops.current_builder() is None:
+        raise TaichiSyntaxError(f'{what} is called from Python scope: as in Taichi, call it in a kernel')
+
+
+# ----------------------------------------------------------------------------
+# Activity of a cell
+
+def _dynamic_split(node, coords):
+    """(the parent cell's coordinates, the list position) of a cell of a dynamic node."""
+    k = sorted(node.extents).index(next(iter(node.sizes)))
+    return coords[:k] + coords[k + 1:], coords[k]
+
+
+def _load(field, coords):
+    return ops.emit('global_load', list(coords), field.dtype, target=field, component=0)
+
+
+def _atomic_max(field, coords, value):
+    ops.emit('atomic', list(coords) + [ops.as_value(value, T.i32)], T.i32, target=field, component=0,
+             kind='max')
+
+
+def _store(field, coords, value, component=0, **attrs):
+    ops.current_builder().emit('global_store', list(coords) + [ops.as_value(value, field.dtype)],
+                               target=field, component=component, **attrs)
+
+
+def cell_active(node, coords):
+    """An i32 kernel value, 1 iff the node's cell at `coords` is active; None where the node
+    has no sparse ancestor (every cell exists)."""
+    levels = [n for n in node.path() if n.sparse]
+    if not levels:
+        return None
+    inner = levels[-1]
+    cell = rescale(node.extents, inner.extents, coords)
+    if inner.activity is not None:
+        return _load(inner.activity, cell)
+    parent_cell, position = _dynamic_split(inner, cell)
+    return ops.cast(position < _load(inner.lengths, parent_cell), T.i32)
+
+
+def activate_cell(node, coords):
+    """Activate the node's cell at `coords` and the cells above it."""
+    for level in node.path():
+        if not level.sparse:
+            continue
+        cell = rescale(node.extents, level.extents, coords)
+        if level.activity is not None:
+            _atomic_max(level.activity, cell, 1)
+        else:
+            parent_cell, position = _dynamic_split(level, cell)
+            _atomic_max(level.lengths, parent_cell, position + 1)
+
+
+def activate_writes(root, struct_fors):
+    """After a kernel is built: after every write into a field under a sparse node, activate
+    the cell written. `struct_fors`: {loop statement: (node, coordinates)} of its struct-fors."""
+    _activate_block(root, struct_fors, [])
+
+
+def _activate_block(block, struct_fors, enclosing):
+    stmts = []
+    for stmt in block.stmts:
+        stmts.append(stmt)
+        for inner in stmt.blocks():
+            _activate_block(inner, struct_fors, enclosing + ([struct_fors[stmt]] if stmt in struct_fors else []))
+        if stmt.op not in ('global_store', 'atomic') or stmt.attrs.get('deactivates'):
+            continue
+        node = container_of(stmt.attrs['target'])
+        coords = stmt.args[:-1]
+        if not is_sparse_node(node) or any(_same_cell(node, coords, loop) for loop in enclosing):
+            continue
+        builder = Builder()
+        with building(builder):
+            activate_cell(node, coords)
+        stmts.extend(builder.root.stmts)
+    block.stmts[:] = stmts
+
+
+def _same_cell(node, coords, loop):
+    loop_node, loop_coords = loop
+    return node.path() == loop_node.path() and len(coords) == len(loop_coords) and \
+        all(a is b for a, b in zip(coords, loop_coords))
+
+
+# ----------------------------------------------------------------------------
+# ti.is_active, ti.activate, ti.deactivate, ti.rescale_index
+
+def is_active(node, index):
+    _in_kernel('ti.is_active')
+    active = cell_active(node, _indices(index, node, 'ti.is_active'))
+    return 1 if active is None else active
+
+
+def activate(node, index):
+    _in_kernel('ti.activate')
+    activate_cell(node, _indices(index, node, 'ti.activate'))
+
+
+def deactivate(node, index):
+    """Deactivate a cell of a pointer or bitmasked node, or empty a dynamic node's list: its
+    activity (the list's length) and that of the sparse cells below it become 0, and so do
+    the values of the fields under it. These zeroing stores activate nothing."""
+    _in_kernel('ti.deactivate')
+    if not node.sparse:
+        raise TaichiSyntaxError(f'ti.deactivate: {node!r} is not sparse; only pointer, bitmasked and dynamic '
+                                f'cells can be deactivated')
+    if node.kind == 'dynamic':     # a list: its index is the parent's cell (`x[i].deactivate()`)
+        return _clear_list(node, _indices(index, node.parent(), 'ti.deactivate'))
+    coords = _indices(index, node, 'ti.deactivate')
+    _store(node.activity, coords, 0)
+    for below in node.subtree():
+        if below is not node and below.sparse:
+            counter = below.activity if below.activity is not None else below.lengths
+            _zero_region(counter, below if below.activity is not None else below.parent(), node, coords)
+    for f in node.fields():
+        _zero_region(f, f.container, node, coords)
+
+
+def _clear_list(node, parent_cell):
+    """A dynamic list emptied: the values it held become 0, then its length."""
+    length = _load(node.lengths, parent_cell)
+    for f in node.fields():
+        _zero_region(f, node, node.parent(), parent_cell, {next(iter(node.sizes)): length})
+    _store(node.lengths, parent_cell, 0)
+
+
+def _zero_region(field, field_node, node, coords, counts=None):
+    """Zero the field's elements inside the cell of `node` at `coords` (the field's layout
+    node is `field_node`, at or below `node`). `counts`: run-time extents of some axes."""
+    spans = []
+    node_axes = sorted(node.extents)
+    for axis in sorted(field_node.extents):
+        if counts and axis in counts:
+            spans.append((0, counts[axis]))
+        elif axis in node.extents:
+            d = field_node.extents[axis] // node.extents[axis]
+            c = coords[node_axes.index(axis)]
+            spans.append((c if d == 1 else c * d, d))
+        else:
+            spans.append((0, field_node.extents[axis]))
+    components = 1
+    for n in field.element_shape:
+        components *= n
+
+    def zero(index):
+        for k in range(components):
+            _store(field, index, 0, component=k, deactivates=True)
+    _for_each(spans, zero)
+
+
+def _for_each(spans, emit):
+    """Call emit(index) for every index of a box given as (start, count) per axis: in one
+    serial loop over the box, or directly where it has one element."""
+    total = 1
+    for _, count in spans:
+        total = total * count
+    if not ops.is_value(total) and total == 1:
+        return emit([ops.as_value(start, T.i32) for start, _ in spans])
+    builder = ops.current_builder()
+    body = Block()
+    flat = ops.Value('loop_index', (), T.i32)
+    builder.emit('for', [ops.as_value(0, T.i32), ops.as_value(total, T.i32)], body=body, index=flat,
+                 parallel=False)
+    with builder.open(body):
+        index, rest = [], flat
+        for start, count in reversed(spans):
+            index.append(ops.as_value(start + rest % count, T.i32))
+            rest = rest // count
+        emit(index[::-1])
+
+
+def rescale_index(source, ancestor, index):
+    """`ti.rescale_index(x, block, I)`: the coordinates, in the ancestor node, of the cell
+    at I of a field or node below it (a vector; kernels and Python alike)."""
+    node = container_of(source) if hasattr(source, 'dtype') else source
+    if node is None or ancestor not in node.path() + [node.parent(len(node.path()))]:
+        raise TaichiSyntaxError(f'ti.rescale_index: {ancestor!r} is not above {source!r}')
+    index = list(index.entries) if isinstance(index, Matrix) else list(index)
+    if len(index) != len(node.extents):
+        raise TaichiSyntaxError(f'ti.rescale_index: {source!r} has {len(node.extents)} axes, got {len(index)} indices')
+    return Matrix._make((len(ancestor.extents),), rescale(node.extents, ancestor.extents, index))
+
+
+# ----------------------------------------------------------------------------
+# Dynamic lists: ti.append, ti.length
+
+def _list_node(node, what):
+    if node.kind != 'dynamic':
+        raise TaichiSyntaxError(f'{what} needs a dynamic node (x.parent() of a field placed under '
+                                f'.dynamic(...)), got {node!r}')
+    return node
+
+
+def length(node, index=None):
+    _in_kernel('ti.length')
+    node = _list_node(node, 'ti.length')
+    return _load(node.lengths, _indices(index, node.parent(), 'ti.length'))
+
+
+def append(node, index, value):
+    """Append to the list at `index` (the parent's cell): its length grows by one and the
+    value goes to the old length's position, which is returned. The length is taken with an
+    atomic whose result is used, so a parallel loop that appends runs in order: the lists
+    come out the same every run (engine/backend/cpu/ordering.py)."""
+    _in_kernel('ti.append')
+    node = _list_node(node, 'ti.append')
+    parent_cell = _indices(index, node.parent(), 'ti.append')
+    if len(node.placed) != 1:
+        raise TaichiSyntaxError(f'ti.append: {node!r} holds {len(node.placed)} fields; append needs one '
+                                f'(a struct field counts as one)')
+    position = ops.emit('atomic', parent_cell + [ops.as_value(1, T.i32)], T.i32, target=node.lengths,
+                        component=0, kind='add')
+    k = sorted(node.extents).index(next(iter(node.sizes)))
+    _write_element(node.placed[0], parent_cell[:k] + [position] + parent_cell[k:], value)
+    return position
+
+
+def _write_element(target, index, value):
+    members = getattr(target, 'members', None)
+    if members is not None:         # a struct field: each member
+        for key, member in members.items():
+            _write_element(member, index, value._members[key] if hasattr(value, '_members') else value[key])
+        return
+    entries = value.entries if isinstance(value, Matrix) else [value] * max(1, _count(target.element_shape))
+    if len(entries) != max(1, _count(target.element_shape)):
+        raise TaichiSyntaxError(f'ti.append: cannot store {len(entries)} values into {target.name}')
+    for k, v in enumerate(entries):
+        _store(target, index, v, component=k)
+
+
+def _count(shape):
+    n = 1
+    for s in shape:
+        n *= s
+    return n if shape else 0
