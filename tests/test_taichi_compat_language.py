@@ -187,7 +187,7 @@ def test_gradients_through_run_time_components():
 
 # --------------------------------------------------------------------------- fill
 
-def test_fill_of_locals_and_elements_in_kernels_and_no_field_fill():
+def test_fill_of_locals_elements_and_fields_in_kernels():
     ti.init(arch=ti.cpu)
     v = ti.Vector.field(2, ti.f32, shape=3)
     s = ti.field(ti.f32, shape=3)
@@ -201,14 +201,17 @@ def test_fill_of_locals_and_elements_in_kernels_and_no_field_fill():
         return m
 
     @ti.kernel
-    def field_fill():
-        s.fill(1.0)
+    def field_fill(a: ti.f32):
+        s.fill(a)                   # a loop over the field, here: the next loop sees it
+        for i in s:
+            s[i] += i
+        v.fill(ti.Vector([a, -a]))
+        v.get_scalar_field(1).fill(5)
 
     assert fills().to_list() == [[7, 7], [7, 7]]
     assert v.to_numpy().tolist() == [[0, 0], [1, 1], [2, 2]]
-    # Taichi's Field.fill is Python-scope only
-    with pytest.raises(ti.TaichiSyntaxError, match=r's.fill\(\) is called in a kernel.*ti.grouped'):
-        field_fill()
+    field_fill(2.0)
+    assert s.to_numpy().tolist() == [2, 3, 4] and v.to_numpy().tolist() == [[2, 5]] * 3
 
 
 # --------------------------------------------------------------------------- ndrange, walrus
@@ -391,3 +394,22 @@ def test_get_scalar_field_checks_its_component_at_once():
     for bad in (3, -4, 1.0):
         with pytest.raises(IndexError, match='get_scalar_field'):
             v.get_scalar_field(bad)
+
+
+# --------------------------------------------------------------------------- popcnt, clz
+
+@pytest.mark.parametrize('interpret', [False, True])
+def test_popcnt_and_clz_count_in_the_operands_own_width(interpret):
+    ti.init(arch=ti.cpu, interpret=interpret)
+
+    @ti.kernel
+    def bits(a: ti.i32, b: ti.i64, c: ti.u8) -> ti.types.vector(6, ti.i32):
+        return ti.Vector([ti.math.popcnt(a), ti.math.clz(a), ti.math.popcnt(b), ti.math.clz(b),
+                          ti.math.popcnt(c), ti.math.clz(c)])
+
+    assert bits(-1, 5, 3).to_list() == [32, 0, 2, 61, 2, 6]
+    assert bits(0, -1, 128).to_list() == [0, 32, 64, 0, 1, 0]
+    assert bits(1 << 20, 1 << 40, 0).to_list() == [1, 11, 1, 23, 0, 8]
+    assert ti.math.popcnt(ti.Vector([1, 3, 7])).to_list() == [1, 2, 3] and ti.math.clz(1) == 31
+    with pytest.raises(ti.TaichiTypeError, match='takes an integer'):
+        ti.math.popcnt(1.5)

@@ -142,6 +142,8 @@ def _float_to_int(x, dtype):
 
 
 _INT_RULES = {
+    'popcnt': lambda to: lambda a: bin(a & ((1 << to.bits) - 1)).count('1'),
+    'clz': lambda to: lambda a: to.bits - (a & ((1 << to.bits) - 1)).bit_length(),
     'floordiv': lambda to: lambda a, b: a // b if b else a,     # codegen divides by 1 instead of 0
     'mod': lambda to: lambda a, b: a % b if b else 0,
     'truediv': lambda to: _trunc_div,

@@ -187,6 +187,8 @@ LOWER = {
     'shl': lambda b, a, ti, to: b.shl(a[0], _shift_amount(b, a[1], to)),
     'shr': lambda b, a, ti, to: (b.ashr if to.signed else b.lshr)(a[0], _shift_amount(b, a[1], to)),
     'bit_not': _bits(lambda b, x: b.not_(x)),
+    'popcnt': _bits(lambda b, x: b.ctpop(x)),
+    'clz': _bits(lambda b, x: b.ctlz(x, llir.Constant(llir.IntType(1), 0))),     # defined at 0: the width
     'neg': _lower_neg, 'abs': _lower_abs, 'rsqrt': _lower_rsqrt,
     **{name: _math(name) for name in ('sin', 'cos', 'tan', 'asin', 'acos', 'atan', 'tanh', 'exp', 'log',
                                       'sqrt', 'floor', 'ceil', 'round')},

@@ -406,6 +406,10 @@ _def('bit_xor', 2, 'int', lambda a, b: a ^ b)
 _def('shl', 2, 'int', lambda a, b: a << b)
 _def('shr', 2, 'int', lambda a, b: a >> b)
 _def('bit_not', 1, 'int', lambda a: ~a)
+# set bits and leading zero bits of a Python int taken as an i32 (the interpreter and codegen
+# count in the operand's own width: engine/backend/interpret_scalars.py, llvm_ops.py)
+_def('popcnt', 1, 'int', lambda a: bin(a & 0xFFFFFFFF).count('1'))
+_def('clz', 1, 'int', lambda a: 32 - (a & 0xFFFFFFFF).bit_length())
 
 _def('neg', 1, 'same', lambda a: -a, lambda a, out: [-1.0])
 _def('abs', 1, 'same', builtins.abs, lambda a, out: [_sign(a[0])])

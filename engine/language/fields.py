@@ -226,13 +226,11 @@ class Field:
         return []
 
     def fill(self, value):
-        """Every element, from Python; under a sparse node, every active element (as Taichi's
-        fill, a struct-for over the field)."""
-        if ops.current_builder() is not None:
-            raise TaichiSyntaxError(f'{self.name}.fill() is called in a kernel: as in Taichi, it fills a field '
-                                    f'from Python scope only; in a kernel, write the loop '
-                                    f'`for I in ti.grouped({self.name}): {self.name}[I] = value`')
+        """Every element; under a sparse node, every active element (as Taichi's fill, a
+        struct-for over the field). In a kernel, a loop at the place of the call."""
         self.ensure_placed()
+        if ops.current_builder() is not None:
+            return sparse.fill(self, value)
         node = sparse.container_of(self)
         active = node.active_cells() if node is not None else None
         if active is None:
@@ -472,6 +470,11 @@ class ComponentField:
 
     def fill(self, value):
         self.parent.ensure_placed()
+        if ops.current_builder() is not None:
+            flat = 0
+            for k, n in zip(self.component, self.parent.element_shape):
+                flat = flat * n + k
+            return sparse.fill(self.parent, value, component=flat)
         self.parent._write(self._entries(Ellipsis), value)
 
 

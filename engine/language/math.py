@@ -477,6 +477,24 @@ def _constant_like(x, c):
     return ops.as_value(c, x.dtype) if ops.is_value(x) else type(x)(c)
 
 
+@_entrywise
+def popcnt(x):
+    """The number of bits set in an integer (in its own width: popcnt(-1) of an i32 is 32)."""
+    return _integer_bits('popcnt', x)
+
+
+@_entrywise
+def clz(x):
+    """The number of leading zero bits of an integer in its own width (clz(0) is the width)."""
+    return _integer_bits('clz', x)
+
+
+def _integer_bits(name, x):
+    if (ops.is_value(x) and x.dtype.is_float) or isinstance(x, float):
+        raise TaichiTypeError(f'ti.math.{name} takes an integer, got a float')
+    return ops.unary(name, x)
+
+
 def assume_in_range(val, base, low, high):
     """A hint for Taichi's GPU shared-memory caches; the value passes unchanged."""
     return val

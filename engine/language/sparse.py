@@ -13,6 +13,8 @@ active, or the loop would not be there. This keeps `for I in ti.grouped(x): x[I]
 free of activity writes, so the loop's read of the activity (its guard) does not make it
 a loop whose iterations read what others write.
 """
+import contextlib
+
 from ..core import dtypes as T
 from ..core.errors import TaichiSyntaxError
 from ..ir import ops
@@ -126,7 +128,7 @@ def _activate_block(block, struct_fors, enclosing):
         stmts.append(stmt)
         for inner in stmt.blocks():
             _activate_block(inner, struct_fors, enclosing + ([struct_fors[stmt]] if stmt in struct_fors else []))
-        if stmt.op not in ('global_store', 'atomic') or stmt.attrs.get('deactivates'):
+        if stmt.op not in ('global_store', 'atomic') or stmt.attrs.get('activates') is False:
             continue
         node = container_of(stmt.attrs['target'])
         coords = stmt.args[:-1]
@@ -162,7 +164,7 @@ def activate(node, index):
 def deactivate(node, index):
     """Deactivate a cell of a pointer or bitmasked node, or empty a dynamic node's list: its
     activity (the list's length) and that of the sparse cells below it become 0, and so do
-    the values of the fields under it. These zeroing stores activate nothing."""
+    the values of the fields under it. These zeroing stores activate nothing (`activates=False`)."""
     _in_kernel('ti.deactivate')
     if not node.sparse:
         raise TaichiSyntaxError(f'ti.deactivate: {node!r} is not sparse; only pointer, bitmasked and dynamic '
@@ -207,13 +209,13 @@ def _zero_region(field, field_node, node, coords, counts=None):
 
     def zero(index):
         for k in range(components):
-            _store(field, index, 0, component=k, deactivates=True)
+            _store(field, index, 0, component=k, activates=False)
     _for_each(spans, zero)
 
 
-def _for_each(spans, emit):
+def _for_each(spans, emit, parallel=False):
     """Call emit(index) for every index of a box given as (start, count) per axis: in one
-    serial loop over the box, or directly where it has one element."""
+    loop over the box, or directly where it has one element."""
     total = 1
     for _, count in spans:
         total = total * count
@@ -223,13 +225,35 @@ def _for_each(spans, emit):
     body = Block()
     flat = ops.Value('loop_index', (), T.i32)
     builder.emit('for', [ops.as_value(0, T.i32), ops.as_value(total, T.i32)], body=body, index=flat,
-                 parallel=False)
+                 parallel=parallel)
     with builder.open(body):
         index, rest = [], flat
         for start, count in reversed(spans):
             index.append(ops.as_value(start + rest % count, T.i32))
             rest = rest // count
         emit(index[::-1])
+
+
+def fill(field, value, component=None):
+    """`x.fill(v)` in a kernel: a loop over the field's (active) elements that writes v, where
+    the call is: parallel at the kernel's top level, as a struct-for there would be."""
+    builder = ops.current_builder()
+    node = container_of(field)
+    count = _count(field.element_shape) or 1
+    entries = value.entries if isinstance(value, Matrix) else [value] * count
+    if len(entries) != count and component is None:
+        raise TaichiSyntaxError(f'{field.name}.fill: {len(entries)} values for elements of shape {field.element_shape}')
+    targets = [(component, entries[0])] if component is not None else list(enumerate(entries))
+
+    def write(index):
+        active = cell_active(node, index) if is_sparse_node(node) else None
+        block = Block()
+        if active is not None:
+            builder.emit('if', [ops.truth(active)], then=block, **{'else': Block()})
+        with builder.open(block) if active is not None else contextlib.nullcontext():
+            for k, v in targets:
+                _store(field, index, v, component=k, activates=False)
+    _for_each([(0, n) for n in field.shape], write, parallel=builder.block is builder.root)
 
 
 def rescale_index(source, ancestor, index):
