@@ -9,7 +9,7 @@ from .core.errors import USER_ERRORS as _USER_ERRORS, user_frames_only as _user_
 from .language.fields import ComponentField, Field, Ndarray, ndarray
 from .language.placement import Layout, axes, field, i, ij, ijk, ijkl, ik, j, jk, k, l, root  # noqa: E741
 from .language.snodes import SNode, deactivate_all_snodes
-from .language.sparse import activate, append, deactivate, is_active, length, rescale_index
+from .language.sparse import activate, append, deactivate, is_active, length, no_activate, rescale_index
 from .runtime.ad import Tape, clear_all_gradients
 from .language.frontend import (atomic_add, atomic_and, atomic_max, atomic_min, atomic_or, atomic_sub, atomic_xor,
                             block_local, func, grouped, loop_config, ndrange, static, static_assert,

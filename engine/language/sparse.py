@@ -256,6 +256,11 @@ def fill(field, value, component=None):
     _for_each([(0, n) for n in field.shape], write, parallel=builder.block is builder.root)
 
 
+def no_activate(*fields):
+    """`ti.no_activate(x)`: Taichi's promise that the kernel's writes to x hit active cells.
+    Activation here is an idempotent max, so the hint changes nothing."""
+
+
 def rescale_index(source, ancestor, index):
     """`ti.rescale_index(x, block, I)`: the coordinates, in the ancestor node, of the cell
     at I of a field or node below it (a vector; kernels and Python alike)."""
