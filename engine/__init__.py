@@ -20,7 +20,7 @@ from .language.math import assume_in_range, bit_shr, one, raw_div, raw_mod, zero
 from .language.math import (abs, acos, asin, atan2, bit_and, bit_or, bit_xor, cast, ceil, cos, exp, floor, log,
                         max, min, pow, random, randn, round, rsqrt, select, sin, sqrt, tan, tanh)
 from .gui import GUI, hex_to_rgb, rgb_to_hex
-from . import tools, types
+from . import graph, tools, types
 from .language import linalg, math  # ti.math, ti.linalg
 from .backend import cache as _cache
 from .unsupported import refuse as _refuse

@@ -17,6 +17,7 @@ from .unsupported import MISSING, WHERE, unknown_name
 # Taichi's modules that programs import (`import taichi.math as tm`), and the engine's
 PUBLIC_MODULES = {'math': 'engine.language.math', 'linalg': 'engine.language.linalg', 'ad': 'engine.runtime.ad',
                   'profiler': 'engine.runtime.profiler', 'types': 'engine.types', 'tools': 'engine.tools',
+                  'tools.np2ply': 'engine.ply', 'graph': 'engine.graph',
                   'examples': 'engine.examples', 'examples.patterns': 'engine.examples'}
 
 

@@ -9,7 +9,6 @@ from .core.errors import WHERE, unknown_name  # noqa: F401 (engine/taichi_shim.p
 QUANT = 'quantized types (ti.types.quant, ti.BitpackedFields)'
 MISSING = {
     'ui': 'GGUI (ti.ui.Window, Canvas, Scene); ti.GUI is here and draws off screen',
-    'graph': 'compute graphs (ti.graph)',
     'aot': 'ahead-of-time modules (ti.aot)',
     'Mesh': 'meshes (ti.Mesh, MeshTaichi)',
     'mesh_local': 'meshes (ti.Mesh, MeshTaichi)',
