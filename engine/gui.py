@@ -152,7 +152,7 @@ class GUI:
         r = float(radius)
         self._draw.ellipse((x - r, y - r, x + r, y + r), fill=_rgb(color))
 
-    def circles(self, pos, color=0xFFFFFF, radius=1, palette=None, palette_indices=None):
+    def circles(self, pos, radius=1, color=0xFFFFFF, palette=None, palette_indices=None):     # Taichi's order
         pos = np.asarray(pos.to_numpy() if hasattr(pos, 'to_numpy') else pos).reshape(-1, 2)
         if palette is not None:
             indices = np.asarray(palette_indices.to_numpy() if hasattr(palette_indices, 'to_numpy')

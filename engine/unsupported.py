@@ -20,6 +20,8 @@ MISSING = {
     'f16': 'half-precision floats (ti.f16)', 'float16': 'half-precision floats (ti.f16)',
     'u1': '1-bit integers (ti.u1)',
     'bit_cast': 'ti.bit_cast',
+    'get_addr': ("ti.get_addr (the address of a cell in Taichi's SNode blocks: the engine stores each field as "
+                 "one row-major array, so Taichi's addresses have no counterpart)"),
     'global_thread_idx': 'ti.global_thread_idx',
     'FieldsBuilder': 'ti.FieldsBuilder (layout trees built apart from ti.root); ti.root builds them',
     'real_func': 'real (not inlined, recursive) functions; ti.func inlines',

@@ -197,3 +197,94 @@ def test_errors_name_what_is_wrong():
         ti.is_active(blocks, [0])
     with pytest.raises(ti.TaichiRuntimeError, match='nothing but fields'):
         ti.root.dynamic(ti.k, 8).dense(ti.i, 2)
+
+
+def test_on_a_tape_parallel_loops_that_activate_are_accepted_and_differentiate():
+    ti.init(arch=ti.cpu, default_fp=ti.f64)
+    a = ti.field(ti.f64, shape=8, needs_grad=True)
+    g = ti.field(ti.f64, needs_grad=True)
+    blocks = ti.root.pointer(ti.i, 2)
+    blocks.bitmasked(ti.i, 2).place(g, g.grad)
+    x = ti.field(ti.f64, needs_grad=True)
+    ti.root.pointer(ti.i, 4).bitmasked(ti.i, 4).place(x, x.grad)
+    loss = ti.field(ti.f64, shape=(), needs_grad=True)
+
+    @ti.kernel
+    def scatter():              # many iterations activate one block: the activations commute
+        for p in range(8):
+            g[p // 2] += a[p]
+
+    @ti.kernel
+    def per_block():            # a loop over blocks writing its own block's cells
+        for b in blocks:
+            for k in range(8):
+                x[b * 8 + k] = g[b * 2 + k % 2] ** 2
+
+    @ti.kernel
+    def total():
+        for i in x:
+            loss[None] += x[i]
+
+    a.from_numpy(np.arange(8.0))
+    with ti.ad.Tape(loss, validation=True):
+        scatter()
+        per_block()
+        total()
+    sums = np.arange(8.0).reshape(4, 2).sum(1)          # g
+    np.testing.assert_allclose(a.grad.to_numpy(), np.repeat(4 * 2 * sums, 2))
+
+
+def test_a_kernel_that_deactivates_cells_its_struct_for_visits_is_refused_on_a_tape():
+    ti.init(arch=ti.cpu, default_fp=ti.f64)
+    x = ti.field(ti.f64, needs_grad=True)
+    cells = ti.root.bitmasked(ti.i, 8)
+    cells.place(x, x.grad)
+    loss = ti.field(ti.f64, shape=(), needs_grad=True)
+
+    @ti.kernel
+    def cull():
+        for i in x:
+            if x[i] > 1:
+                ti.deactivate(cells, [i])
+
+    @ti.kernel
+    def total():
+        for i in x:
+            loss[None] += x[i]
+
+    x.from_numpy(np.linspace(0, 2, 8))
+    with pytest.raises(ti.ad.AutodiffRuleError, match='changes which cells .* are active'):
+        with ti.ad.Tape(loss, validation=True):
+            cull()
+            total()
+
+
+def test_a_full_list_stops_the_append_and_keeps_its_length():
+    ti.init(arch=ti.cpu)
+    x = ti.field(ti.i32)
+    ti.root.dynamic(ti.i, 4).place(x)
+
+    @ti.kernel
+    def push(n: ti.i32):
+        for i in range(n):
+            x.append(i)
+
+    @ti.kernel
+    def size() -> ti.i32:
+        return x.length()
+
+    with pytest.raises(ti.TaichiAssertionError, match='is full'):
+        push(6)
+    assert size() == 4 and x.to_numpy().tolist() == [0, 1, 2, 3]
+
+
+def test_layouts_taichi_does_not_allow_or_the_engine_cannot_keep_are_refused():
+    ti.init(arch=ti.cpu)
+    y = ti.field(ti.f32)
+    ti.root.pointer(ti.i, 4).dense(ti.i, 2).place(y)
+    with pytest.raises(ti.TaichiRuntimeError, match='must go in the node of y'):
+        ti.root.bitmasked(ti.i, 8).place(y.grad)
+    with pytest.raises(ti.TaichiRuntimeError, match='offsets are not supported'):
+        ti.root.pointer(ti.i, 2).place(ti.field(ti.f32), offset=(-1,))
+    with pytest.raises(ti.TaichiRuntimeError, match='must come after'):
+        ti.root.dense(ti.j, 4).dynamic(ti.i, 8)

@@ -302,6 +302,34 @@ def test_a_parallel_loop_still_may_not_assign_a_shared_local():
         racy()
 
 
+def test_a_shared_local_assigned_first_in_each_iteration_is_the_iterations_own():
+    ti.init(arch=ti.cpu)
+    x = ti.Vector.field(2, ti.f32, shape=8)
+    out = ti.Vector.field(2, ti.f32, shape=8)
+
+    @ti.kernel
+    def spread():
+        r = x[0] * 2                # Taichi's comet example: assigned again before any read
+        for i in range(8):
+            r = x[i]
+            r += ti.Vector([i, 1.0])
+            out[i] = r
+
+    @ti.kernel
+    def read_after() -> ti.f32:
+        r = x[0] * 2
+        for i in range(8):
+            r = x[i]
+            out[i] = r
+        return r[0]
+
+    x.fill(1.0)
+    spread()
+    assert out.to_numpy()[:, 0].tolist() == [1, 2, 3, 4, 5, 6, 7, 8]
+    with pytest.raises(ti.TaichiSyntaxError, match='assigned in every iteration of the parallel loop'):
+        read_after()
+
+
 # --------------------------------------------------------------------------- scalar fields of a vector field
 
 def test_scalar_components_of_a_0d_vector_field():
@@ -413,3 +441,14 @@ def test_popcnt_and_clz_count_in_the_operands_own_width(interpret):
     assert ti.math.popcnt(ti.Vector([1, 3, 7])).to_list() == [1, 2, 3] and ti.math.clz(1) == 31
     with pytest.raises(ti.TaichiTypeError, match='takes an integer'):
         ti.math.popcnt(1.5)
+
+
+def test_a_chained_comparison_of_vectors_holds_entry_by_entry():
+    ti.init(arch=ti.cpu, default_fp=ti.f64)
+
+    @ti.kernel
+    def inside(a: ti.f64, b: ti.f64) -> ti.i32:
+        v = ti.Vector([a, b])
+        return all(-0.1 <= v <= 1.1)        # (-0.1 <= v) & (v <= 1.1), as Taichi
+
+    assert inside(0.2, 0.5) == 1 and inside(0.2, -0.109) == 0 and inside(1.2, 0.5) == 0

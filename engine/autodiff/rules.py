@@ -40,12 +40,14 @@ ACCESS_KINDS = (READ, STORE, ADD)     # as numbered by the checked build (engine
 __all__ = ['AutodiffRuleError', 'KernelSummary', 'READ', 'STORE', 'ADD']
 
 
-def _kind(stmt):
+def access_kind(stmt):
+    """READ, STORE or ADD (an update that commutes with others of its kind: `+=`, and the
+    integer max that activates a sparse cell, engine/language/sparse.py), or None."""
     if stmt.op == 'global_load':
         return READ
     if stmt.op == 'global_store':
         return STORE
-    if stmt.op == 'atomic' and stmt.attrs['kind'] in ('add', 'sub'):
+    if stmt.op == 'atomic' and (stmt.attrs['kind'] in ('add', 'sub') or stmt.attrs.get('activates_cell')):
         return ADD
     return STORE if stmt.op == 'atomic' else None
 
@@ -82,7 +84,7 @@ def field_accesses(body):
 
     def visit(block, branches, unit, loops, top):
         for s in block.stmts:
-            kind = _kind(s)
+            kind = access_kind(s)
             if kind and 'target' in s.attrs:
                 out.append(Access(s, kind, branches, unit, loops, len(out)))
             if s.op == 'for' and top and s.attrs['parallel']:
@@ -193,6 +195,8 @@ def _encloses(outer, inner):
 
 
 def rule_message(rule, target, read_line, kind):
+    if getattr(target, 'activity_of', None) is not None:
+        return _activity_message(target)
     what = 'overwritten' if kind == STORE else 'accumulated into'
     where = f'at line {read_line}' if read_line else 'earlier'
     if rule == 2:
@@ -205,11 +209,26 @@ def rule_message(rule, target, read_line, kind):
 
 
 def race_message(target, kind):
+    if getattr(target, 'activity_of', None) is not None:
+        return _activity_message(target)
     return (f'{target_name(target)} has an element that one iteration of this parallel loop '
             f'{"reads" if kind == READ else "writes"} and another iteration writes; the result '
             f'depends on the order the threads run in, and so would its gradient. Give each '
             f'iteration its own elements, accumulate with `+=`, or serialize the loop '
             f'(ti.loop_config(serialize=True))')
+
+
+def _activity_message(target):
+    """A sparse node's activity (engine/language/snodes.py) read and changed in one kernel:
+    a struct-for over the node that (de)activates its cells, whose backward pass would visit
+    the cells as they are after the kernel."""
+    return (f'this kernel changes which cells of {target.activity_of!r} are active (a write that '
+            f'activates one, ti.activate, ti.deactivate) where it also reads their activity (a '
+            f'struct-for over the node, ti.is_active): the backward pass would visit the cells '
+            f'active after the kernel, not those the forward pass visited. Change the activity in '
+            f'a kernel of its own (deactivate with node.deactivate_all() from Python, or mark the '
+            f'cells in a field and deactivate them in a range loop of another kernel), or write to '
+            f'another field')
 
 
 def coordinate(stmt, index, assigned, invariant=None):

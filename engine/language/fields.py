@@ -255,13 +255,20 @@ class Field:
 
     def append(self, value):
         """`x.append(v)` in a kernel: a list placed directly under ti.root.dynamic(...)."""
-        return sparse.append(self.parent(), [], value)
+        return sparse.append(self._list_node('append'), [], value)
 
     def length(self):
-        return sparse.length(self.parent(), [])
+        return sparse.length(self._list_node('length'), [])
 
     def deactivate(self):
-        return sparse.deactivate(self.parent(), [])
+        return sparse.deactivate(self._list_node('deactivate'), [])
+
+    def _list_node(self, method):
+        node = sparse.container_of(self)
+        if node is None or node.kind != 'dynamic':
+            raise TaichiSyntaxError(f'{self.name}.{method}(): {self.name} is not a list: place it under a dynamic '
+                                    f'node (ti.root.dynamic(ti.i, n).place({self.name}))')
+        return node
 
     def to_torch(self, device=None, keep_dims=False):
         """A new PyTorch tensor of the values (as to_numpy; torch is an optional extra)."""
@@ -282,7 +289,10 @@ class Field:
         if len(index) == 1 and isinstance(index[0], Matrix):
             index = tuple(int(i) for i in index[0].entries)
         if len(index) != len(self.shape):
-            raise IndexError(f'field {self.name} has {len(self.shape)} dimensions, got index {index}')
+            node = sparse.container_of(self)
+            lists = ' (x[i].append, x[i].length, x[i].deactivate of a list are called in kernels)' \
+                if node is not None and node.kind == 'dynamic' and len(index) == len(self.shape) - 1 else ''
+            raise IndexError(f'field {self.name} has {len(self.shape)} dimensions, got index {index}{lists}')
         check_python_index(index, self.shape, f'field {self.name}')
         return index
 

@@ -199,13 +199,13 @@ class _FieldsOfType:
 
 class VectorType(_FieldsOfType, tuple):
     """`ti.math.vec3` (= ti.types.vector(3, float)): a dtype for fields and ndarrays, and a
-    constructor: `vec3(1, 2, 3)`, `vec3(0)` (every entry)."""
+    constructor: `vec3(1, 2, 3)`, `vec3(0)` (every entry), `vec3([1, 2, 3])`, `vec3(v2, 3)`."""
 
     def __call__(self, *entries):
         n = self[1]
-        if len(entries) == 1 and not isinstance(entries[0], Matrix):
-            entries = entries * n
-        flat = [x for e in entries for x in (e.entries if isinstance(e, Matrix) else [e])]
+        flat = _flatten([list(e) if isinstance(e, np.ndarray) else e for e in entries])    # vec2((W, H)) too
+        if len(entries) == 1 and len(flat) == 1:
+            flat = flat * n
         if len(flat) != n:
             raise TaichiTypeError(f'vec{n} takes {n} entries, got {len(flat)}')
         return Matrix._make((n,), _typed_entries(flat, self[2]))

@@ -46,6 +46,9 @@ class SNode:
             self.activity = Field(T.i32, (), self.shape, f'{kind} activity ({_where()})')
         elif kind == 'dynamic':
             self.lengths = Field(T.i32, (), parent.shape, f'dynamic lengths ({_where()})')
+        for counter in (self.activity, self.lengths):
+            if counter is not None:
+                counter.activity_of = self      # engine/autodiff/rules.py names the node in its errors
         if parent is not None:
             current_program().snodes.append(self)
 
@@ -65,8 +68,9 @@ class SNode:
         dims = axis.dims
         if len(dims) != 1:
             raise TaichiRuntimeError(f'dynamic(...) at {user_line()}: a dynamic node has one axis, got {len(dims)}')
-        if dims[0] in self.extents:
-            raise TaichiRuntimeError(f'dynamic(...) at {user_line()}: axis {dims[0]} is already used above it')
+        if any(a >= dims[0] for a in self.extents):
+            raise TaichiRuntimeError(f'dynamic(...) at {user_line()}: the axis of a dynamic node must come after '
+                                     f'the axes above it (Taichi\'s rule), got axis {dims[0]} under {sorted(self.extents)}')
         return self._child('dynamic', axis, shape)
 
     def _child(self, kind, axes, shape):
@@ -80,6 +84,8 @@ class SNode:
         return SNode(self, kind, dict(zip(axes.dims, shape)))
 
     def place(self, *fields, offset=None):
+        if offset is not None:
+            raise TaichiRuntimeError(f'place(..., offset=...) at {user_line()}: field offsets are not supported')
         for f in fields:
             if isinstance(f, StructField):
                 self.place(*f.leaves())
@@ -93,10 +99,20 @@ class SNode:
                 continue
             if not isinstance(f, Field):
                 raise TypeError(f'place() takes fields, got {type(f).__name__}')
+            self._check_companion(f)
             f._allocate(self.shape)
             f.container = self
             self.placed.append(f)
         return self
+
+    def _check_companion(self, f):
+        """A gradient (or dual) shares its primal's activity: under a sparse node it goes in the
+        primal's node (`place(x, x.grad)`, needs_grad=True or lazy_grad())."""
+        partner = f.primal if f.primal is not None else f.grad
+        where = sparse.container_of(partner) if partner is not None and partner.placed else None
+        if where is not None and where is not self and (self.sparse_path() or where.sparse_path()):
+            raise TaichiRuntimeError(f'place({f.name}) at {user_line()}: {f.name} must go in the node of '
+                                     f'{partner.name} ({where!r}), whose activity it shares; place them together')
 
     def lazy_grad(self):
         """Allocate .grad for every float field placed so far."""
@@ -126,6 +142,9 @@ class SNode:
     def path(self):
         """This node's ancestors (the root left out) and itself, outermost first."""
         return ([] if self._parent is None else self._parent.path()) + ([self] if self._parent is not None else [])
+
+    def sparse_path(self):
+        return [n for n in self.path() if n.sparse]
 
     def subtree(self):
         """This node and every node below it (of the current program)."""

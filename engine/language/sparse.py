@@ -19,12 +19,15 @@ from ..core import dtypes as T
 from ..core.errors import TaichiSyntaxError
 from ..ir import ops
 from ..ir.nodes import Block, Builder, building
+from . import printing
 from .matrix import Matrix
 
 
 def container_of(field):
-    """The layout node a field was placed under (its primal's, for a .grad or .dual); None
-    for a field made with shape=, which is dense."""
+    """The layout node a field (or struct field) was placed under (its primal's, for a .grad
+    or .dual); None for a field made with shape=, which is dense."""
+    if hasattr(field, 'leaves'):            # a struct field: where its members are
+        return container_of(field.leaves()[0])
     node = getattr(field, 'container', None)
     if node is None and getattr(field, 'primal', None) is not None:
         return container_of(field.primal)
@@ -61,6 +64,17 @@ def _indices(index, node, what):
     return index
 
 
+def _node(obj, what):
+    """A layout node, from a node or from a field placed in one (its cells are the node's)."""
+    if hasattr(obj, 'extents'):
+        return obj
+    node = container_of(obj)
+    if node is None:
+        raise TaichiSyntaxError(f'{what} takes a layout node (x.parent(), or a node built from ti.root), got '
+                                f'{getattr(obj, "name", type(obj).__name__)}, which is not placed in a layout')
+    return node
+
+
 def _in_kernel(what):
     if ops.current_builder() is None:
         raise TaichiSyntaxError(f'{what} is called from Python scope: as in Taichi, call it in a kernel')
@@ -80,8 +94,9 @@ def _load(field, coords):
 
 
 def _atomic_max(field, coords, value):
+    """An activation: `activates_cell` tells the autodiff rules it commutes (engine/autodiff/rules.py)."""
     ops.emit('atomic', list(coords) + [ops.as_value(value, T.i32)], T.i32, target=field, component=0,
-             kind='max')
+             kind='max', activates_cell=True)
 
 
 def _store(field, coords, value, component=0, **attrs):
@@ -152,12 +167,14 @@ def _same_cell(node, coords, loop):
 
 def is_active(node, index):
     _in_kernel('ti.is_active')
+    node = _node(node, 'ti.is_active')
     active = cell_active(node, _indices(index, node, 'ti.is_active'))
     return 1 if active is None else active
 
 
 def activate(node, index):
     _in_kernel('ti.activate')
+    node = _node(node, 'ti.activate')
     activate_cell(node, _indices(index, node, 'ti.activate'))
 
 
@@ -166,6 +183,7 @@ def deactivate(node, index):
     activity (the list's length) and that of the sparse cells below it become 0, and so do
     the values of the fields under it. These zeroing stores activate nothing (`activates=False`)."""
     _in_kernel('ti.deactivate')
+    node = _node(node, 'ti.deactivate')
     if not node.sparse:
         raise TaichiSyntaxError(f'ti.deactivate: {node!r} is not sparse; only pointer, bitmasked and dynamic '
                                 f'cells can be deactivated')
@@ -285,7 +303,7 @@ def _list_node(node, what):
 
 def length(node, index=None):
     _in_kernel('ti.length')
-    node = _list_node(node, 'ti.length')
+    node = _list_node(_node(node, 'ti.length'), 'ti.length')
     return _load(node.lengths, _indices(index, node.parent(), 'ti.length'))
 
 
@@ -295,15 +313,25 @@ def append(node, index, value):
     atomic whose result is used, so a parallel loop that appends runs in order: the lists
     come out the same every run (engine/backend/cpu/ordering.py)."""
     _in_kernel('ti.append')
-    node = _list_node(node, 'ti.append')
+    node = _list_node(_node(node, 'ti.append'), 'ti.append')
     parent_cell = _indices(index, node.parent(), 'ti.append')
     if len(node.placed) != 1:
         raise TaichiSyntaxError(f'ti.append: {node!r} holds {len(node.placed)} fields; append needs one '
                                 f'(a struct field counts as one)')
     position = ops.emit('atomic', parent_cell + [ops.as_value(1, T.i32)], T.i32, target=node.lengths,
                         component=0, kind='add')
-    k = sorted(node.extents).index(next(iter(node.sizes)))
-    _write_element(node.placed[0], parent_cell[:k] + [position] + parent_cell[k:], value)
+    axis = next(iter(node.sizes))
+    builder = ops.current_builder()
+    branch = builder.emit('if', [ops.truth(position >= node.extents[axis])], then=Block(), **{'else': Block()})
+    with builder.open(branch.attrs['then']):        # full: the length stays the extent, the launch stops
+        ops.emit('atomic', parent_cell + [ops.as_value(-1, T.i32)], T.i32, target=node.lengths, component=0,
+                 kind='add')
+        fmt, values = printing.compose(printing.pieces_of(
+            f'ti.append: a list of {node!r} is full ({node.extents[axis]} elements, the extent given to dynamic())'))
+        builder.emit('assert_fail', values, format=fmt)
+    with builder.open(branch.attrs['else']):
+        k = sorted(node.extents).index(axis)
+        _write_element(node.placed[0], parent_cell[:k] + [position] + parent_cell[k:], value)
     return position
 
 

@@ -109,6 +109,23 @@ class StructField:
         for m in self.members.values():
             m.fill(value)
 
+    # a struct field placed under a dynamic node is a list of structs (engine/language/sparse.py)
+    def parent(self, n=1):
+        return self.leaves()[0].parent(n)
+
+    @property
+    def snode(self):
+        return self.leaves()[0].snode
+
+    def append(self, value):
+        return self.leaves()[0].append(value)
+
+    def length(self):
+        return self.leaves()[0].length()
+
+    def deactivate(self):
+        return self.leaves()[0].deactivate()
+
     def copy_from(self, other):
         for key, m in self.members.items():
             m.copy_from(other.members[key])

@@ -304,6 +304,8 @@ class FunctionEmitter(ChecksEmitter, OrderedLoopsEmitter):
         return self._atomic(self.values[s.args[0]], self.values[s.args[1]], s.attrs['kind'], s.dtype)
 
     def emit_atomic(self, s):
+        if s.attrs.get('activates_cell'):
+            return self._activate(s)
         ptr, value, kind = self.address(s), self.values[s.args[-1]], s.attrs['kind']
         if s.attrs.get('exclusive'):      # no other iteration touches this element
             return self._serial_rmw(ptr, value, kind, s.dtype)
@@ -312,6 +314,21 @@ class FunctionEmitter(ChecksEmitter, OrderedLoopsEmitter):
         if s.attrs['target'] in self.buffers:
             return self.buffered_rmw(s, ptr, value, kind)
         return self._atomic(ptr, value, kind, s.dtype)
+
+    def _activate(self, s):
+        """A sparse cell's activation (engine/language/sparse.py: an integer max into its
+        activity or its list's length) does nothing where the cell is active already, the
+        common case: then no atomic runs, and a checked build sees no write to report."""
+        b, target = self.b, s.attrs['target']
+        offset = self.flat_offset(s)
+        ptr = b.gep(self.base_pointer(target), [offset])
+        value = self.values[s.args[-1]]
+        current = b.load_atomic(ptr, 'monotonic', 4)
+        with b.if_then(b.icmp_signed('<', current, value)):
+            if target in self.km.shadow:
+                self.shadow_access(s, offset)
+            self._atomic(ptr, value, 'max', s.dtype)
+        return current
 
     def _atomic(self, ptr, value, kind, dtype):
         if not self.in_task:

@@ -8,6 +8,7 @@ from llvmlite import ir as llir
 from ..llvm_ops import llvm_type
 
 from ...core import program as rt
+from ...autodiff import rules
 from ...language.fields import Field
 from ...ir.nodes import walk
 
@@ -84,7 +85,7 @@ class ChecksEmitter:
             self.report(stmt, other_iteration, rt.ERROR_RACE, target, (I64(-1), offset, I64(0)))
             b.store(I32(loc + 1), read_ptr)
             return
-        is_store = stmt.op == 'global_store' or stmt.attrs['kind'] not in ('add', 'sub')
+        is_store = rules.access_kind(stmt) == rules.STORE
         last_read = b.sext(b.load(read_ptr), I64)
         rule = b.select(b.icmp_unsigned('!=', last_write, I64(0)), I64(rt.ERROR_RULE2), I64(rt.ERROR_RULE1))
         kind = 1 if is_store else 2

@@ -85,12 +85,29 @@ class AssignmentMixin:
 
     def _store_var(self, target, var, value):
         if self._shared(var) or isinstance(var, (MatVar, StructVar)) and any(map(self._shared, var.vars)):
+            if self._iteration_copy(target, var, value):
+                return
             name = target.id if isinstance(target, ast.Name) else target.name
             raise self.error(target, f'`{name}` is defined outside this parallel loop, so all '
                                      f'threads share it: update it with `{name} += ...` '
                                      f'(an atomic add), use a field, or run the loop serially '
                                      f'(`ti.loop_config(serialize=True)` before it)')
         var.store(value)
+
+    def _iteration_copy(self, target, var, value):
+        """A kernel-scope local that a parallel loop assigns, unconditionally, before any read in
+        the iteration (`r = x[0]` before the loop, `r = ...` first thing in its body) is each
+        iteration's own, as in Taichi, where the threads' writes never meet a read: the name
+        gets a new local in the loop's scope. Reading the outer one after the loop is refused
+        (scope.py _note_read): Taichi leaves it to the last thread."""
+        loop = next(l for l in reversed(self.loops) if l.kind == 'parallel')
+        entries = var.vars if isinstance(var, MatVar) else [var]
+        if not isinstance(target, ast.Name) or isinstance(var, StructVar) or self.builder.block is not loop.body \
+                or any(id(v) in loop.reads for v in entries):
+            return False
+        self.frame.scopes[-1][target.id] = self._new_var(value)
+        var.private_in_loop_at = self.frame.source.location(target)
+        return True
 
     def _assign_subscript(self, target, value):
         owner_node = self._member_node(target.value)

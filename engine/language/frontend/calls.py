@@ -10,6 +10,7 @@ import numpy as np
 
 from .. import printing, sparse
 from ..fields import Field
+from ..struct_fields import StructField
 from .components import component_of, constant_component, flat_component
 from .markers import BoundFunc, Func, is_template_annotation
 from .values import ElementRef, MatVar, NdarrayArg, Resolved, StructVar, Var
@@ -58,7 +59,7 @@ class CallMixin:
                 isinstance(func.value, ast.Subscript) and isinstance(func.value.value, (ast.Name, ast.Attribute))):
             return None
         base = self.visit(func.value.value)
-        layout = sparse.container_of(base) if isinstance(base, Field) else None
+        layout = sparse.container_of(base) if isinstance(base, (Field, StructField)) else None
         if layout is None or layout.kind != 'dynamic':
             return None
         args = [self.visit(a) for a in node.args]

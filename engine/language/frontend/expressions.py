@@ -258,6 +258,8 @@ def _pure(block):
 
 
 def tmath_and(a, b):
+    if isinstance(a, Matrix) or isinstance(b, Matrix):      # `lo <= v <= hi`: entry by entry (0 or 1 each)
+        return a & b
     if not ops.is_value(a) and not ops.is_value(b):
         return a and b
     return ops.binary('logical_and', a, b)

@@ -31,6 +31,8 @@ class Loop:
     def __init__(self, kind, stmt=None):
         self.kind = kind  # 'static', 'serial' or 'parallel'
         self.stmt = stmt  # the IR `for` of a run-time loop
+        self.body = None  # the block its statements go to (scope.py: assigned first in an iteration)
+        self.reads = set()    # ids of the kernel-scope Vars an iteration has read so far
 
 
 class LoopMixin:
@@ -140,6 +142,7 @@ class LoopMixin:
         try:
             with self.builder.open(body):
                 value = index if step == 1 else start + index * step
+                loop.body = body
                 self._in_scope(node.body, {node.target.id: value})
         finally:
             self.loops.pop()
@@ -196,6 +199,7 @@ class LoopMixin:
                                               f'but binds {len(names)} name(s)')
             for t, c in zip(names, coords):
                 bindings[t.id] = c
+        self.loops[-1].body = self.builder.block
         self._in_scope(node.body, bindings)
 
     def _dims_of(self, node, source):

@@ -9,7 +9,7 @@ import ast
 
 from ...ir import ops
 from .. import structs
-from ...core.errors import TaichiNameError, TaichiTypeError
+from ...core.errors import TaichiNameError, TaichiSyntaxError, TaichiTypeError
 from ..struct_fields import StructField
 from ..matrix import Matrix
 from ..structs import Struct
@@ -33,6 +33,8 @@ class ScopeMixin:
         return var
 
     def _load(self, obj):
+        if isinstance(obj, (Var, MatVar)):
+            self._note_read(obj)
         if isinstance(obj, (Var, MatVar, StructVar)):
             return obj.load()
         return obj
@@ -49,6 +51,18 @@ class ScopeMixin:
 
     def _in_parallel_loop(self):
         return any(loop.kind == 'parallel' for loop in self.loops)
+
+    def _note_read(self, var):
+        """A kernel-scope local read in a parallel loop: it can no longer become the
+        iteration's own (assignment.py); one that did is not read after the loop."""
+        where = getattr(var, 'private_in_loop_at', None)
+        if where is not None:
+            raise TaichiSyntaxError(f'this local is assigned in every iteration of the parallel loop at {where}, '
+                                    f'so its value after the loop is that of whichever iteration ran last; '
+                                    f'keep the value you need in a field, or run that loop serially')
+        if self._in_parallel_loop():
+            loop = next(l for l in reversed(self.loops) if l.kind == 'parallel')
+            loop.reads.update(id(v) for v in (var.vars if isinstance(var, MatVar) else [var]))
 
     def _shared(self, var):
         """A kernel-scope local seen from inside a parallel loop: all threads share it."""
