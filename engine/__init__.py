@@ -12,8 +12,8 @@ from .language.snodes import SNode, deactivate_all_snodes
 from .language.sparse import activate, append, deactivate, is_active, length, no_activate, rescale_index
 from .runtime.ad import Tape, clear_all_gradients
 from .language.frontend import (atomic_add, atomic_and, atomic_max, atomic_min, atomic_or, atomic_sub, atomic_xor,
-                            block_local, func, grouped, loop_config, ndrange, static, static_assert,
-                            static_print, stop_grad, template)
+                            block_local, func, grouped, loop_config, ndrange, real_func, static,
+                            static_assert, static_print, stop_grad, template)
 from .runtime.kernels import Kernel, NdarrayType, data_oriented, kernel
 from .language.linalg import eig, polar_decompose, solve, svd, sym_eig
 from .language.math import assume_in_range, bit_shr, one, raw_div, raw_mod, zero
@@ -76,6 +76,11 @@ def init(arch=None, **kwargs):
 
 def reset():
     _reset()
+
+
+class experimental:      # noqa: N801 (Taichi's namespace of features it has not settled)
+    """`ti.experimental.real_func`: where Taichi 1.6 kept real functions."""
+    real_func = staticmethod(real_func)
 
 
 def sync():

@@ -24,8 +24,6 @@ MISSING = {
                  "one row-major array, so Taichi's addresses have no counterpart)"),
     'global_thread_idx': 'ti.global_thread_idx',
     'FieldsBuilder': 'ti.FieldsBuilder (layout trees built apart from ti.root); ti.root builds them',
-    'real_func': 'real (not inlined, recursive) functions; ti.func inlines',
-    'experimental': 'ti.experimental (real_func, ...); ti.func inlines',
     '_lib': "Taichi's compiled core (taichi._lib); the engine compiles kernels itself, through LLVM",
 }
 MISSING_TYPES = {

@@ -452,3 +452,38 @@ def test_a_chained_comparison_of_vectors_holds_entry_by_entry():
         return all(-0.1 <= v <= 1.1)        # (-0.1 <= v) & (v <= 1.1), as Taichi
 
     assert inside(0.2, 0.5) == 1 and inside(0.2, -0.109) == 0 and inside(1.2, 0.5) == 0
+
+
+def test_real_functions_are_typed_calls_that_return_early_at_compile_time():
+    ti.init(arch=ti.cpu)
+    arr = ti.Vector.ndarray(2, ti.f32, shape=4)
+
+    @ti.real_func
+    def index_of(u: int, scale: float) -> float:        # u: int truncates, as a typed call does
+        return u * scale
+
+    @ti.func
+    def pick(a: ti.template(), i):
+        if ti.static(a.element_shape() == [2]):        # Taichi's ndarray element_shape()
+            return a[i][0] + a[i][1]
+        ti.static_assert(False)                          # never compiled: the func returned above
+        return 0.0
+
+    @ti.kernel
+    def run(a: ti.types.ndarray(dtype=ti.math.vec2, ndim=1)) -> ti.f32:
+        return index_of(2.9, 1.5) + pick(a, 1)
+
+    arr.from_numpy(np.array([[0, 0], [1, 2], [0, 0], [0, 0]], dtype=np.float32))
+    assert run(arr) == 3.0 + 3.0
+    assert ti.experimental.real_func is ti.real_func
+
+    @ti.real_func
+    def countdown(n: int) -> int:
+        return countdown(n - 1)
+
+    @ti.kernel
+    def recurse() -> ti.i32:
+        return countdown(3)
+
+    with pytest.raises(ti.TaichiSyntaxError, match='calls itself'):
+        recurse()

@@ -67,7 +67,7 @@ def resolve(annotation):
         return i32
     try:
         return from_numpy(annotation)
-    except (TypeError, KeyError):
+    except (TypeError, KeyError, ValueError):       # not a type numpy knows
         return None
 
 

@@ -41,7 +41,10 @@ class InliningMixin:
             if is_template_annotation(p.annotation):
                 scope[p.name] = value           # a variable stays itself: passed by reference
             else:
-                scope[p.name] = self._bind_param(value)
+                scope[p.name] = self._bind_param(_typed(p.annotation, value) if func.real else value)
+        if func.real and any(f.source.fn is func.fn for f in self.frames):
+            raise self.error(node, f'ti.real_func {func.fn.__name__} calls itself: the engine inlines functions, '
+                                   f'so recursion at run time is not supported; write it as a loop')
         if len(self.frames) > _MAX_FUNC_DEPTH:
             chain = [f.source.fn.__name__ for f in self.frames[-4:]] + [func.fn.__name__]
             calls_itself = any(f.source.fn is func.fn for f in self.frames)
@@ -75,6 +78,7 @@ class InliningMixin:
         return frame.return_value
 
     def _bind_param(self, obj):
+        """A parameter passed by value: a local of its own (numbers and values)."""
         if ops.is_value(obj) or isinstance(obj, (Matrix, Struct)) or (ops.is_number(obj) and not isinstance(obj, bool)):
             return self._new_var(obj)
         return obj
@@ -156,10 +160,26 @@ class InliningMixin:
         with self.builder.open(branch.attrs['then']):
             self._visit_body(rest)
 
+    def _at_func_top(self):
+        """Code of a ti.func that runs whenever the func does: not in its run-time ifs or loops."""
+        return len(self.frames) > 1 and self.builder.block is self.frame.body_block and \
+            all(loop.kind == 'static' for loop in self.loops[self.frame.loop_depth:])
+
     def _in_func_loop(self):
         """Whether the innermost loop is a run-time loop of the func being inlined."""
         inner = self.loops[self.frame.loop_depth:]
         return bool(inner) and inner[-1].kind != 'static'
+
+
+def _typed(annotation, value):
+    """A real function's argument converted to its parameter's type, as Taichi's typed call
+    does (`u: int` given a float truncates)."""
+    dtype = structs.element_dtype(annotation) if annotation is not inspect.Parameter.empty else None
+    if dtype is None:
+        return value
+    if isinstance(value, Matrix):
+        return value.map(lambda e: ops.cast(e, dtype) if ops.is_value(e) or ops.is_number(e) else e)
+    return ops.cast(value, dtype) if ops.is_value(value) or ops.is_number(value) else value
 
 
 def _returns_in_control_flow(function_node):

@@ -95,11 +95,14 @@ def is_template_annotation(annotation):
 
 
 class Func:
-    """`@ti.func`: inlined into the kernels that call it."""
+    """`@ti.func`: inlined into the kernels that call it. `real`: a `@ti.real_func`, which
+    Taichi compiles as a function of its own; inlined here too, which gives the same results
+    (its arguments are values) except that it cannot call itself (inlining.py says so)."""
 
-    def __init__(self, fn):
+    def __init__(self, fn, real=False):
         self.fn = fn
         self.signature = inspect.signature(fn)
+        self.real = real
 
     @functools.cached_property
     def source(self):
@@ -126,6 +129,10 @@ class BoundFunc:
 
 def func(fn):
     return Func(fn)
+
+
+def real_func(fn):
+    return Func(fn, real=True)
 
 
 def _atomic(kind):

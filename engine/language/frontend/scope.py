@@ -72,6 +72,8 @@ class ScopeMixin:
         frame = self.frame
         entry = frame.guarded
         for k, stmt in enumerate(stmts):
+            if frame.returned_at_compile_time:
+                break
             if frame.has_returned:
                 raise self.error(stmt, 'statements after `return` are not supported in a ti.func')
             if frame.returns > frame.guarded:       # a return above may have run

@@ -29,7 +29,10 @@ class StatementMixin:
         if isinstance(cond, Matrix):
             raise self.error(node.test, 'the condition of an `if` must be a scalar')
         if not ops.is_value(cond):
+            returns = self.frame.returns
             self._in_scope(node.body if cond else node.orelse)
+            if self.frame.returns > returns and self._at_func_top():
+                self.frame.returned_at_compile_time = True    # Taichi compiles nothing after it
             return
         then_block, else_block = Block(), Block()
         self.builder.emit('if', [ops.truth(cond)], then=then_block, **{'else': else_block})

@@ -114,6 +114,14 @@ class Resolved(ast.expr):
         return ast.unparse(self.like)
 
 
+class ElementShape(tuple):
+    """An ndarray argument's element shape: a tuple, and, called as Taichi's kernels do
+    (`qf.element_shape() == [2]`), the list Taichi gives."""
+
+    def __call__(self):
+        return list(self)
+
+
 class NdarrayArg:
     """An ndarray kernel argument: a pointer and a run-time shape in the argument buffer.
 
@@ -124,7 +132,7 @@ class NdarrayArg:
 
     def __init__(self, index, name, dtype, ndim, element_shape, offset, path=()):
         self.index, self.name, self.dtype = index, name, dtype
-        self.ndim, self.element_shape = ndim, tuple(element_shape)
+        self.ndim, self.element_shape = ndim, ElementShape(element_shape)
         self.pointer_offset, self.shape_offset = offset, offset + 8
         self.path = path
         self.grad_target = self.dual_target = None
