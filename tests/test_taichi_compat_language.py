@@ -487,3 +487,17 @@ def test_real_functions_are_typed_calls_that_return_early_at_compile_time():
 
     with pytest.raises(ti.TaichiSyntaxError, match='calls itself'):
         recurse()
+
+
+def test_vectors_and_matrices_slice_at_compile_time():
+    ti.init(arch=ti.cpu)
+
+    @ti.kernel
+    def parts(a: ti.f32) -> ti.types.vector(4, ti.f32):
+        v = ti.Vector([a, 2 * a, 3 * a])
+        m = ti.Matrix([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+        head = v[:2]                            # Taichi's eulerfluid2d: force[:2]
+        return ti.Vector([head[1], v[1:][1], m[1, :][2], m[:, 2][0]])
+
+    assert parts(1.0).to_list() == [2.0, 3.0, 6.0, 3.0]
+    assert ti.Matrix([[1, 2], [3, 4]])[:, 0].to_list() == [1, 3]

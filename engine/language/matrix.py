@@ -4,6 +4,7 @@ Entries are Python numbers (Python scope, compile-time constants) or IR values
 (kernel scope), so every method here is plain arithmetic and gets its
 derivative from the scalar op table for free.
 """
+import itertools
 import numbers
 
 import numpy as np
@@ -78,6 +79,8 @@ class Matrix:
         return flat
 
     def __getitem__(self, index):
+        if isinstance(index, slice) or (isinstance(index, tuple) and any(isinstance(i, slice) for i in index)):
+            return self._slice(index if isinstance(index, tuple) else (index,))
         flat = self._flat_index(index)
         if flat is None:                      # a row of a matrix
             i = index[0] if isinstance(index, tuple) else index
@@ -89,6 +92,17 @@ class Matrix:
         if isinstance(flat, tuple):
             return self._dynamic_get(flat)
         return self.entries[flat]
+
+    def _slice(self, index):
+        """`v[:2]`, `m[0, :]`, `m[:, 1:]`: compile-time slices (with constant indices) give a
+        vector or matrix of the entries picked; an axis given an integer is dropped."""
+        if len(index) != len(self.shape) or any(ops.is_value(i) for i in index):
+            raise TypeError(f'a slice of a {self.shape} matrix needs {len(self.shape)} compile-time indices, got {index}')
+        picks = [range(n)[i] if isinstance(i, slice) else [range(n)[i]] for i, n in zip(index, self.shape)]
+        shape = tuple(len(p) for p, i in zip(picks, index) if isinstance(i, slice))
+        entries = [self.entries[self._flat_index(tuple(c) if len(c) > 1 else c[0])]
+                   for c in itertools.product(*picks)]
+        return Matrix._make(shape, entries) if shape else entries[0]
 
     def _row_select(self, i, j):
         """Entry j of row i, i a run-time value."""
