@@ -135,10 +135,12 @@ class GUI:
         return np.ascontiguousarray(rgba[::-1].transpose(1, 0, 2))
 
     def set_image(self, img):
-        """An image indexed [x, y] (y up): (w, h) grey, (w, h, 3) RGB or (w, h, 4) RGBA,
-        floats in [0, 1] or uint8; a field or ndarray is converted with to_numpy()."""
-        rows = _rows_of(img)
-        self._image = Image.fromarray(rows, 'RGB').resize(self.res)
+        """An image of the window's size indexed [x, y] (y up): (w, h) grey, (w, h, 2) RG,
+        (w, h, 3) RGB or (w, h, 4) RGBA; floats in [0, 1] or unsigned integers (0 to their
+        maximum); a field or ndarray is converted with to_numpy(). As in Taichi, another
+        size or dtype is an error."""
+        rows = _rows_of(_window_image(img, self.res))
+        self._image = Image.fromarray(rows, 'RGB')
         self._draw = ImageDraw.Draw(self._image)
 
     # --- shapes (positions in [0, 1], y up; radii and widths in pixels) -----------------------
@@ -382,6 +384,31 @@ def _grid(shape, bound):
     w, h = shape
     x, y = np.linspace(bound / w, 1 - bound / w, w), np.linspace(bound / h, 1 - bound / h, h)
     return np.stack(np.meshgrid(x, y, indexing='ij'), axis=-1).reshape(-1, 2)
+
+
+def _window_image(img, res):
+    """What set_image accepts, as Taichi's GUI does, as floats with at least 3 channels."""
+    if hasattr(img, 'to_numpy'):
+        img = img.to_numpy()
+    if not isinstance(img, np.ndarray):
+        raise ValueError(f'GUI.set_image takes a field, an ndarray or a numpy array, not {type(img).__name__}')
+    if img.dtype.kind == 'u':
+        img = img.astype(np.float64) / np.iinfo(img.dtype).max
+    elif img.dtype.kind != 'f':
+        raise ValueError(f'GUI.set_image: data type {img.dtype} is not supported (floats in [0, 1] or '
+                         f'unsigned integers, as in Taichi)')
+    if img.ndim == 2:
+        img = img[:, :, None]
+    if img.ndim != 3 or img.shape[2] not in (1, 2, 3, 4):
+        raise ValueError(f'GUI.set_image: an image is (w, h) or (w, h, 1 to 4 channels), got shape {img.shape}')
+    if tuple(img.shape[:2]) != tuple(res):
+        raise ValueError(f'GUI.set_image: the image is {img.shape[0]} x {img.shape[1]}, the window '
+                         f'{res[0]} x {res[1]} (Taichi asserts they match)')
+    if img.shape[2] == 1:
+        return np.repeat(img, 3, axis=2)
+    if img.shape[2] == 2:           # red and green, no blue
+        return np.concatenate([img, np.zeros_like(img[:, :, :1])], axis=2)
+    return img
 
 
 def _rows_of(img, channels=3):

@@ -200,3 +200,21 @@ def test_missing_names_in_the_sub_namespaces(namespace):
     with pytest.raises(AttributeError, match=f'ti.{namespace}.no_such_name is not supported by this engine'):
         module.no_such_name
     assert getattr(module, 'no_such_name', 5) == 5 and not hasattr(module, '__wrapped__')
+
+
+# --- set_image: Taichi's sizes and dtypes ---------------------------------------------------
+
+def test_set_image_takes_taichis_dtypes_and_refuses_another_size_or_dtype(recwarn):
+    ti.init(arch=ti.cpu)
+    gui = ti.GUI('images', res=(4, 2), show_gui=False)
+    rg = np.zeros((4, 2, 2), dtype=np.float32)
+    rg[0, 0] = [1.0, 0.5]                                   # red and green; no blue channel
+    gui.set_image(rg)
+    assert gui.get_image()[0, 0, :3].tolist() == pytest.approx([1.0, 0.5, 0.0], abs=1 / 255)
+    gui.set_image(np.full((4, 2), 65535, dtype=np.uint16))  # unsigned: scaled by their maximum
+    assert gui.get_image()[3, 1, :3].tolist() == pytest.approx([1.0, 1.0, 1.0])
+    with pytest.raises(ValueError, match='the image is 8 x 2, the window 4 x 2'):
+        gui.set_image(np.zeros((8, 2), dtype=np.float32))
+    for dtype in (np.int32, np.bool_):
+        with pytest.raises(ValueError, match='is not supported'):
+            gui.set_image(np.zeros((4, 2), dtype=dtype))
