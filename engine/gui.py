@@ -208,14 +208,18 @@ class GUI:
     def point_field(self, radius, color=0xFFFFFF, bound=0.5):
         """A circle per cell of a (w, h) array of radii, from a grid spread over the canvas."""
         radius = np.asarray(_array(radius), dtype=np.float64)
-        self.circles(_grid(radius.shape, bound), color, radius.reshape(-1))
+        self.circles(_grid(radius.shape, bound), radius.reshape(-1), color)
 
     def contour(self, scalar_field, normalize=False):
-        """A (w, h) scalar field as a grey image; `normalize` maps its range to [0, 1]."""
+        """A (w, h) scalar field as a grey image, interpolated to the window's size as in
+        Taichi; `normalize` maps its range to [0, 1]."""
         values = np.asarray(_array(scalar_field), dtype=np.float64)
         if normalize:
             low, high = values.min(), values.max()
             values = (values - low) / (high - low) if high > low else np.zeros_like(values)
+        if values.shape != tuple(self.res):
+            resized = Image.fromarray(values.T.astype(np.float32), mode='F').resize(self.res, Image.BILINEAR)
+            values = np.asarray(resized, dtype=np.float64).T
         self.set_image(values)
 
     def vector_field(self, vector_field, arrow_spacing=5, color=0xFFFFFF):
