@@ -1,6 +1,7 @@
 """`import engine as ti`: a differentiable kernel language with Taichi's API."""
 from .runtime import ad, profiler
 from .internals import lang
+from . import internals as _lib     # taichi._lib.core: the backends this build has
 from .core import dtypes
 from .core.errors import (TaichiAssertionError, TaichiCompilationError, TaichiIndexError, TaichiInitError,
                           TaichiNameError, TaichiNotImplementedError, TaichiRuntimeError, TaichiSyntaxError,

@@ -17,12 +17,13 @@ from .unsupported import MISSING, WHERE, unknown_name
 # Taichi's modules that programs import (`import taichi.math as tm`), and the engine's
 PUBLIC_MODULES = {'math': 'engine.language.math', 'linalg': 'engine.language.linalg', 'ad': 'engine.runtime.ad',
                   'profiler': 'engine.runtime.profiler', 'types': 'engine.types', 'tools': 'engine.tools',
-                  'tools.np2ply': 'engine.ply', 'graph': 'engine.graph',
+                  'tools.np2ply': 'engine.ply', 'graph': 'engine.graph', '_lib': 'engine.internals',
                   'examples': 'engine.examples', 'examples.patterns': 'engine.examples'}
 
 
 # Taichi's packages that the engine has only in part
-MODULE_WORDS = {'examples': "Taichi's example programs are not part of the engine; only taichi.examples.patterns "
+MODULE_WORDS = {'_lib': "Taichi's compiled core; only its backend queries are here, as `from taichi._lib import core`",
+                'examples': "Taichi's example programs are not part of the engine; only taichi.examples.patterns "
                             '(taichi_logo) is here',
                 'lang': "Taichi's internals; programs use the public ti.* names (the one internal that "
                         'published programs call, ti.lang.impl.get_runtime(), is there as an attribute)'}

@@ -24,7 +24,6 @@ MISSING = {
                  "one row-major array, so Taichi's addresses have no counterpart)"),
     'global_thread_idx': 'ti.global_thread_idx',
     'FieldsBuilder': 'ti.FieldsBuilder (layout trees built apart from ti.root); ti.root builds them',
-    '_lib': "Taichi's compiled core (taichi._lib); the engine compiles kernels itself, through LLVM",
 }
 MISSING_TYPES = {
     'quant': QUANT,

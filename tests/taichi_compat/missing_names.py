@@ -26,8 +26,9 @@ def attempt(what, action):
         print(what, type(exc).__name__ + ':', exc)
 
 
-attempt('ti._lib', lambda: ti._lib)
+attempt('ti._lib.utils', lambda: ti._lib.utils)
+attempt('ti._lib.core.with_vulkan()', lambda: print('with_vulkan', ti._lib.core.with_vulkan(), ti._lib.core.GGUI_AVAILABLE))
 attempt('ti.GUI.set_title', lambda: ti.GUI('t', 16).set_title('x'))
 attempt('import taichi.examples.simulation', lambda: __import__('taichi.examples.simulation'))
 attempt('import taichi.lang', lambda: __import__('taichi.lang'))
-attempt('import taichi._lib', lambda: __import__('taichi._lib'))
+attempt('import taichi._lib.core', lambda: __import__('taichi._lib.core'))
