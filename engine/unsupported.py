@@ -28,7 +28,6 @@ MISSING = {
 MISSING_TYPES = {
     'quant': QUANT,
     'argpack': 'argument packs (ti.types.argpack)',
-    'sparse_matrix_builder': 'sparse matrices (ti.types.sparse_matrix_builder, ti.linalg.SparseMatrixBuilder)',
     'f16': 'half-precision floats (ti.f16)', 'float16': 'half-precision floats (ti.f16)',
     'texture': 'textures', 'rw_texture': 'textures',
 }

@@ -16,7 +16,8 @@ from . import structs
 from ..core import dtypes as T
 from ..core.errors import ENGINE_DIR, SourceLocation, TaichiTypeError
 from .fields import Field, Ndarray
-from .frontend import NdarrayArg, Template
+from .frontend import NdarrayArg
+from .frontend.markers import is_template_annotation
 
 
 class NdarrayType:
@@ -46,7 +47,7 @@ def element_shape_of(spec, value):
 class ArgSpec:
     def __init__(self, name, annotation):
         self.name, self.annotation = name, annotation
-        if isinstance(annotation, Template) or annotation is Template:
+        if is_template_annotation(annotation):      # ti.template(), ti.types.sparse_matrix_builder()
             self.kind = 'template'
         elif isinstance(annotation, NdarrayType) or annotation is NdarrayType:
             self.kind = 'ndarray'

@@ -20,14 +20,24 @@ would turn U @ V^T into a reflection there).
 
 `sym_eig` (2x2: closed form, 3x3: the Jacobi sweeps of the SVD) returns eigenvalues in
 decreasing order, eigenvectors as the columns of a rotation, as Taichi's does.
+
+Taichi's sparse matrices and their solvers are here too, as `ti.linalg` holds them
+(sparse_matrix.py, sparse_solver.py).
 """
 import math as _pymath
+import warnings
 
 from . import math as tm
 from ..ir import ops
 from ..core import dtypes as T
-from ..core.errors import TaichiTypeError, missing_attribute
+from ..core.errors import TaichiTypeError, missing_attribute, unknown_name
 from .matrix import Matrix
+from .frontend.triplets import SparseMatrixBuilderType
+from . import sparse_matrix as _sparse_matrix, sparse_solver as _sparse_solver
+
+# ti.linalg's sparse matrices and their solvers
+SparseMatrix, SparseMatrixBuilder = _sparse_matrix.SparseMatrix, _sparse_matrix.SparseMatrixBuilder
+SparseSolver, SparseCG, CG = _sparse_solver.SparseSolver, _sparse_solver.SparseCG, _sparse_solver.CG
 
 # Guard thresholds per float width: (TINY, TINY2). Values below TINY count as
 # zero where we divide by them, values below TINY2 where we take rsqrt; both
@@ -389,7 +399,22 @@ def _rows_matrix(rows):
     return Matrix._make((len(rows), len(rows[0])), [x for row in rows for x in row])
 
 
+class sparse_matrix_builder(SparseMatrixBuilderType):
+    """Taichi's older name of `ti.types.sparse_matrix_builder()`, deprecated there too."""
+
+    def __init__(self):
+        warnings.warn('ti.linalg.sparse_matrix_builder is deprecated: use ti.types.sparse_matrix_builder',
+                      DeprecationWarning, stacklevel=2)
+
+
+# Taichi's names that ti.linalg lacks, and what they are (docs/taichi_programs.md lists them)
+MISSING = dict.fromkeys(['MatrixFreeCG', 'LinearOperator'], 'matrix-free conjugate gradients on fields '
+                                                            '(ti.linalg.MatrixFreeCG, LinearOperator)')
+
+
 def __getattr__(name):
     """A name ti.linalg lacks (one of Taichi's, or a typo): the engine's message, not Python's."""
+    if name in MISSING:
+        raise unknown_name('ti.linalg', name, (), what=MISSING[name])
     raise missing_attribute('ti.linalg', name, globals())
 

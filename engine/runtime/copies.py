@@ -2,8 +2,8 @@
 gradients and tangents flow through the copy (a plain write from Python would be a
 constant to both). Installed as ctx.launch_copy, which engine/language/fields.py calls."""
 from ..core.context import ctx
-from ..language.abi import NdarrayType, Template
-from ..language.frontend import grouped
+from ..language.abi import NdarrayType
+from ..language.frontend import Template, grouped
 from .kernels import kernel
 
 

@@ -20,6 +20,8 @@ from ..core.context import ctx
 from ..core.errors import USER_ERRORS, SourceLocation, TaichiTypeError, user_frames_only
 from ..language.fields import Field, Ndarray, zero_tangent
 from ..language.frontend import FunctionSource, Template
+from ..language.frontend.triplets import SparseMatrixBuilderType
+from ..language.sparse_matrix import SparseMatrixBuilder
 from ..core.program import current as current_program
 
 
@@ -37,6 +39,7 @@ class Kernel:
         self.specs = [ArgSpec(p, a) for p, a in zip(self.signature.parameters, annotations)]
         self.keyed = [k for k, s in enumerate(self.specs) if s.kind in ('template', 'ndarray')]
         self.ndarray_positions = [k for k, s in enumerate(self.specs) if s.kind == 'ndarray']
+        self.builder_positions = [k for k, a in enumerate(annotations) if _is_builder_type(a)]
         self._source = None
         self._cache = {}
         self._generation = -1
@@ -93,6 +96,9 @@ class Kernel:
                 result = pipeline.launch_checked(compiled, args, shadowed)
             else:
                 result = launched.launch(args)
+            if self.builder_positions and ctx.capture is None:     # bad triplets: said at once
+                for k in self.builder_positions:
+                    args[k].check_triplets(self.name)
             if args is not given:
                 mark_written(compiled, args)
             if constant:
@@ -133,7 +139,7 @@ class Kernel:
         if len(args) != len(self.specs):
             raise call_error(self, f'kernel {self.name}() takes {len(self.specs)} argument(s), '
                                     f'{len(args)} given')
-        for spec, value in zip(self.specs, args):
+        for k, (spec, value) in enumerate(zip(self.specs, args)):
             if spec.kind == 'scalar' and not ops.is_number(value):
                 raise call_error(self, f'argument {spec.name!r} of kernel {self.name}() must be a '
                                         f'{spec.dtype} scalar, got {type(value).__name__}')
@@ -142,6 +148,9 @@ class Kernel:
                     if isinstance(value, Field) else ''
                 raise call_error(self, f'argument {spec.name!r} of kernel {self.name}() must be an '
                                         f'ndarray (numpy or ti.ndarray), got {type(value).__name__}{hint}')
+            if k in self.builder_positions and not isinstance(value, SparseMatrixBuilder):
+                raise call_error(self, f'argument {spec.name!r} of kernel {self.name}() must be a '
+                                        f'ti.linalg.SparseMatrixBuilder, got {type(value).__name__}')
             if spec.kind == 'compound':
                 try:
                     structs.split(spec.annotation, value)
@@ -190,6 +199,11 @@ class BoundKernel:
 
     def __getattr__(self, name):        # the kernel's own attributes (name, fn, ...)
         return getattr(self.kernel, name)
+
+
+def _is_builder_type(annotation):
+    """`ti.types.sparse_matrix_builder()` (or the class itself)."""
+    return isinstance(annotation, SparseMatrixBuilderType) or annotation is SparseMatrixBuilderType
 
 
 def _is_method(fn):

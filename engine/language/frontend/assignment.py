@@ -13,9 +13,11 @@ from ..fields import ComponentField, Field
 from ..struct_fields import StructField
 from ..matrix import Matrix, swizzle
 from ..structs import Struct
+from ..sparse_matrix import SparseMatrixBuilder
 from .components import component_of, flat_component
 from .operators import BINOPS
 from .source import describe
+from .triplets import ONLY_ADDS
 from .values import MatVar, NdarrayArg, Resolved, StructVar, Var
 
 
@@ -128,6 +130,8 @@ class AssignmentMixin:
         if isinstance(owner, (list, dict)) and not ops.is_value(index):
             owner[index] = value
             return
+        if isinstance(owner, SparseMatrixBuilder):
+            raise self.error(target, ONLY_ADDS)
         if isinstance(owner_node, ast.Name):
             self._not_an_expression_param(target, owner_node.id)
         raise self.error(target, f'cannot assign to an element of {type(owner).__name__}')
@@ -187,9 +191,12 @@ class AssignmentMixin:
                 self._accumulate(node, var, 'add' if isinstance(node.op, ast.Add) else 'sub', value)
                 return
         if isinstance(target, ast.Subscript):
+            kind = {ast.Add: 'add', ast.Sub: 'sub'}.get(type(node.op))
+            builder = self._builder_of(target)
+            if builder is not None:         # A[i, j] += v on a sparse matrix builder: a triplet
+                return self._add_triplet(node, target, builder, value, kind)
             owner_node = self._member_node(target.value)
             owner = self._lookup_var(owner_node) if isinstance(owner_node, (ast.Name, Resolved)) else None
-            kind = {ast.Add: 'add', ast.Sub: 'sub'}.get(type(node.op))
             if isinstance(owner, MatVar) and kind and any(map(self._shared, owner.vars)):
                 return self._accumulate_entry(node, target, owner, kind, value)
             if not isinstance(owner, MatVar):

@@ -8,7 +8,8 @@ the user's source line.
 
 KernelBuilder is composed of one mixin per concern: scope.py (locals and names),
 expressions.py, memory.py (fields and ndarrays), atomics.py, assignment.py, loops.py,
-calls.py, inlining.py (ti.funcs and returns) and statements.py (if, assert).
+calls.py, inlining.py (ti.funcs and returns), statements.py (if, assert) and triplets.py
+(sparse matrix builders).
 """
 import ast
 
@@ -25,11 +26,12 @@ from .memory import MemoryMixin
 from .scope import ScopeMixin
 from .source import FunctionContext, describe
 from .statements import StatementMixin
+from .triplets import TripletMixin
 from .values import holds_values
 
 
-class KernelBuilder(ScopeMixin, ExpressionMixin, MemoryMixin, AtomicMixin, AssignmentMixin, LoopMixin,
-                    CallMixin, InliningMixin, StatementMixin, ast.NodeVisitor):
+class KernelBuilder(ScopeMixin, ExpressionMixin, MemoryMixin, AtomicMixin, AssignmentMixin, TripletMixin,
+                    LoopMixin, CallMixin, InliningMixin, StatementMixin, ast.NodeVisitor):
     """Turns one kernel (and the funcs it calls) into an IR block.
 
     The state the mixins share: `builder` (the IR being emitted), `frames` (a

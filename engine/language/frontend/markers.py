@@ -91,7 +91,8 @@ def template():
 
 
 def is_template_annotation(annotation):
-    return isinstance(annotation, Template) or annotation is Template
+    """ti.template() (or ti.template), and its kinds (ti.types.sparse_matrix_builder())."""
+    return isinstance(annotation, Template) or isinstance(annotation, type) and issubclass(annotation, Template)
 
 
 class Func:

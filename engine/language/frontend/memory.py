@@ -20,7 +20,9 @@ from ..fields import ComponentField, Field
 from ..struct_fields import StructField
 from ..matrix import Matrix
 from ..structs import Struct
+from ..sparse_matrix import SparseMatrixBuilder
 from .components import constant_component, flat_component
+from .triplets import ONLY_ADDS
 from .values import NdarrayArg, Resolved
 
 
@@ -62,6 +64,8 @@ class MemoryMixin:
             flat = flat_component(self, node, value.parent.element_shape, value.component)
             return ops.emit('global_load', self._indices(node, value.parent, index), value.dtype,
                             target=value.parent, component=flat)
+        if isinstance(value, SparseMatrixBuilder):
+            raise self.error(node, ONLY_ADDS)
         if isinstance(value, Matrix):
             if isinstance(index, tuple) and any(isinstance(i, Matrix) for i in index):
                 raise self.error(node, 'a matrix cannot be indexed by a vector')
