@@ -160,8 +160,11 @@ class GUI:
             indices = np.asarray(palette_indices.to_numpy() if hasattr(palette_indices, 'to_numpy')
                                  else palette_indices).reshape(-1)
             color = np.asarray(palette)[indices]
-        colors = np.broadcast_to(np.asarray(color), (len(pos),))
-        radii = np.broadcast_to(np.asarray(radius, dtype=np.float64), (len(pos),))
+        colors, radii = np.asarray(color), np.asarray(radius, dtype=np.float64)
+        for name, values in (('color', colors), ('radius', radii)):
+            if values.ndim and len(values) != len(pos):
+                raise ValueError(f'GUI.circles: {len(pos)} circles but {len(values)} values of {name}')
+        colors, radii = np.broadcast_to(colors, (len(pos),)), np.broadcast_to(radii, (len(pos),))
         for p, c, r in zip(pos, colors, radii):
             self.circle(p, c, r)
 
@@ -211,16 +214,17 @@ class GUI:
         self.circles(_grid(radius.shape, bound), radius.reshape(-1), color)
 
     def contour(self, scalar_field, normalize=False):
-        """A (w, h) scalar field as a grey image, interpolated to the window's size as in
-        Taichi; `normalize` maps its range to [0, 1]."""
+        """A (w, h) scalar field in matplotlib's plasma colours, as Taichi draws it: resized
+        to the window (bilinear), then, with `normalize`, its range mapped to [0, 1]."""
+        import matplotlib       # a third of a second to import: only here
         values = np.asarray(_array(scalar_field), dtype=np.float64)
-        if normalize:
-            low, high = values.min(), values.max()
-            values = (values - low) / (high - low) if high > low else np.zeros_like(values)
         if values.shape != tuple(self.res):
             resized = Image.fromarray(values.T.astype(np.float32), mode='F').resize(self.res, Image.BILINEAR)
             values = np.asarray(resized, dtype=np.float64).T
-        self.set_image(values)
+        if normalize:
+            low, high = values.min(), values.max()
+            values = (values - low) / (high - low) if high > low else np.zeros_like(values)
+        self.set_image(matplotlib.colormaps['plasma'](values))
 
     def vector_field(self, vector_field, arrow_spacing=5, color=0xFFFFFF):
         """Arrows for every `arrow_spacing`-th cell of a (w, h, 2) field, from the cell's

@@ -13,7 +13,8 @@ import pytest
 
 ENGINE = pathlib.Path(__file__).resolve().parent.parent / 'engine'
 LAYERS = ['core', 'ir', 'language', 'autodiff', 'backend', 'runtime', 'api']   # bottom to top
-OPTIONAL = {'imageio', 'cv2', 'torch'}   # third-party libraries the engine runs without
+OPTIONAL = {'imageio', 'cv2', 'torch',    # third-party libraries the engine runs without
+            'matplotlib'}    # and one slow to import that only GUI.contour uses
 MAX_FUNCTION_LINES, MAX_FILE_LINES = 50, 600
 
 

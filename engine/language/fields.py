@@ -371,6 +371,9 @@ class FieldElement(Matrix):
 
     def __setitem__(self, index, value):
         super().__setitem__(index, value)
+        if isinstance(index, slice) or (isinstance(index, tuple) and any(isinstance(i, slice) for i in index)):
+            self._field._write(self._key, np.asarray(self.entries).reshape(self.shape))    # `x[i][1, :] = v`
+            return
         entry = np.unravel_index(self._flat_index(index), self.shape)
         self._field._write(self._key + tuple(int(i) for i in entry), value)
 

@@ -490,8 +490,12 @@ def clz(x):
 
 
 def _integer_bits(name, x):
-    if (ops.is_value(x) and x.dtype.is_float) or isinstance(x, float):
+    if (ops.is_value(x) and x.dtype.is_float) or isinstance(x, (float, np.floating)):
         raise TaichiTypeError(f'ti.math.{name} takes an integer, got a float')
+    if isinstance(x, np.integer):           # from to_numpy(): counted in its own width
+        bits = 8 * x.dtype.itemsize
+        value = int(x) & ((1 << bits) - 1)
+        return bin(value).count('1') if name == 'popcnt' else bits - value.bit_length()
     return ops.unary(name, x)
 
 

@@ -79,8 +79,8 @@ class Matrix:
         return flat
 
     def __getitem__(self, index):
-        if isinstance(index, slice) or (isinstance(index, tuple) and any(isinstance(i, slice) for i in index)):
-            return self._slice(index if isinstance(index, tuple) else (index,))
+        if _is_slice(index):
+            return self._slice(index)
         flat = self._flat_index(index)
         if flat is None:                      # a row of a matrix
             i = index[0] if isinstance(index, tuple) else index
@@ -93,15 +93,20 @@ class Matrix:
             return self._dynamic_get(flat)
         return self.entries[flat]
 
-    def _slice(self, index):
-        """`v[:2]`, `m[0, :]`, `m[:, 1:]`: compile-time slices (with constant indices) give a
-        vector or matrix of the entries picked; an axis given an integer is dropped."""
-        if len(index) != len(self.shape) or any(ops.is_value(i) for i in index):
-            raise TypeError(f'a slice of a {self.shape} matrix needs {len(self.shape)} compile-time indices, got {index}')
-        picks = [range(n)[i] if isinstance(i, slice) else [range(n)[i]] for i, n in zip(index, self.shape)]
+    def slice_positions(self, index):
+        """(shape, positions) of a slice (`v[:2]`, `m[:, j]`, j also a run-time index): the
+        shape of the result (axes given an index dropped) and the index of each entry."""
+        index = index if isinstance(index, tuple) else (index,)
+        if len(index) != len(self.shape):
+            raise TaichiTypeError(f'a slice of a {self.shape} matrix needs {len(self.shape)} indices, got {len(index)}')
+        picks = [range(n)[i] if isinstance(i, slice) else [i] for i, n in zip(index, self.shape)]
         shape = tuple(len(p) for p, i in zip(picks, index) if isinstance(i, slice))
-        entries = [self.entries[self._flat_index(tuple(c) if len(c) > 1 else c[0])]
-                   for c in itertools.product(*picks)]
+        return shape, [c if len(c) > 1 else c[0] for c in itertools.product(*picks)]
+
+    def _slice(self, index):
+        """`v[:2]`, `m[0, :]`, `m[:, j]`: the entries picked, as a vector or matrix."""
+        shape, positions = self.slice_positions(index)
+        entries = [self[p] for p in positions]
         return Matrix._make(shape, entries) if shape else entries[0]
 
     def _row_select(self, i, j):
@@ -125,6 +130,15 @@ class Matrix:
         return result
 
     def __setitem__(self, index, value):
+        if _is_slice(index):
+            shape, positions = self.slice_positions(index)
+            values = value.entries if isinstance(value, Matrix) else list(np.ravel(value)) \
+                if isinstance(value, (list, tuple, np.ndarray)) else [value] * len(positions)
+            if len(values) != len(positions):
+                raise TaichiTypeError(f'cannot assign {len(values)} values to a slice of {len(positions)} entries')
+            for p, v in zip(positions, values):
+                self[p] = v
+            return
         flat = self._flat_index(index)
         if not isinstance(flat, int):
             raise TaichiTypeError('assigning to a matrix entry needs constant indices here')
@@ -472,3 +486,7 @@ def _sum(items):
     for x in items[1:]:
         total = total + x
     return total
+
+
+def _is_slice(index):
+    return isinstance(index, slice) or (isinstance(index, tuple) and any(isinstance(i, slice) for i in index))

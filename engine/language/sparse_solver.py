@@ -146,8 +146,9 @@ class SparseCG:
         matrix = self.matrix._matrix
         diagonal = matrix.diagonal()
         inverse = np.divide(1.0, diagonal, out=np.ones_like(diagonal), where=diagonal != 0)
-        x, status = spla.cg(matrix, self.b.astype(matrix.dtype), x0=self.x0, rtol=self.atol, atol=0.0,
-                            maxiter=self.max_iter, M=sp.diags_array(inverse))
+        with np.errstate(all='ignore'):     # an indefinite matrix: NaN and False, as Taichi's, no warning
+            x, status = spla.cg(matrix, self.b.astype(matrix.dtype), x0=self.x0, rtol=self.atol, atol=0.0,
+                                maxiter=self.max_iter, M=sp.diags_array(inverse))
         return x.astype(matrix.dtype), status == 0
 
 

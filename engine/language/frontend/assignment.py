@@ -95,6 +95,7 @@ class AssignmentMixin:
                                      f'(an atomic add), use a field, or run the loop serially '
                                      f'(`ti.loop_config(serialize=True)` before it)')
         var.store(value)
+        var.private_in_loop_at = None      # assigned after the loop that made it per-iteration: defined again
 
     def _iteration_copy(self, target, var, value):
         """A kernel-scope local that a parallel loop assigns, unconditionally, before any read in
@@ -107,9 +108,17 @@ class AssignmentMixin:
         if not isinstance(target, ast.Name) or isinstance(var, StructVar) or self.builder.block is not loop.body \
                 or any(id(v) in loop.reads for v in entries):
             return False
-        self.frame.scopes[-1][target.id] = self._new_var(value)
+        private = self._fresh_like(var)
+        private.store(value)            # the outer local's type and shape: its casts and its checks
+        self.frame.scopes[-1][target.id] = private
         var.private_in_loop_at = self.frame.source.location(target)
         return True
+
+    def _fresh_like(self, var):
+        """A new local of the type and shape of `var` (a Var or MatVar), in this parallel loop."""
+        if isinstance(var, MatVar):
+            return MatVar(var.shape, [self._fresh_like(v) for v in var.vars])
+        return Var(self.builder.emit('alloca', (), var.dtype), in_parallel_loop=True)
 
     def _assign_subscript(self, target, value):
         owner_node = self._member_node(target.value)
@@ -159,6 +168,15 @@ class AssignmentMixin:
             raise self.error(node, 'this vector is defined outside this parallel loop, so all threads share '
                                    'it: update its entries with `+=` (an atomic add) or use a field')
         idx = index if isinstance(index, tuple) else (index,)
+        if any(isinstance(i, slice) for i in idx):      # `m[:, 0] = col`: entry by entry
+            shape, positions = Matrix._make(var.shape, [0] * len(var.vars)).slice_positions(idx)
+            values = value.entries if isinstance(value, Matrix) else [value] * len(positions)
+            if len(values) != len(positions):
+                raise self.error(node, f'cannot assign {len(values)} values to a slice of {len(positions)} entries',
+                                 TaichiTypeError)
+            for p, v in zip(positions, values):
+                self._store_matvar(node, var, p, v)
+            return
         if len(idx) == 1 and len(var.shape) == 2:       # a row of a matrix
             return self._store_row(node, var, idx[0], value)
         if any(ops.is_value(i) for i in idx):           # each entry keeps its value unless named

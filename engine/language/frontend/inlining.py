@@ -42,18 +42,9 @@ class InliningMixin:
                 scope[p.name] = value           # a variable stays itself: passed by reference
             else:
                 scope[p.name] = self._bind_param(_typed(p.annotation, value) if func.real else value)
-        if func.real and any(f.source.fn is func.fn for f in self.frames):
-            raise self.error(node, f'ti.real_func {func.fn.__name__} calls itself: the engine inlines functions, '
-                                   f'so recursion at run time is not supported; write it as a loop')
-        if len(self.frames) > _MAX_FUNC_DEPTH:
-            chain = [f.source.fn.__name__ for f in self.frames[-4:]] + [func.fn.__name__]
-            calls_itself = any(f.source.fn is func.fn for f in self.frames)
-            raise self.error(node, f'ti.func calls nest more than {_MAX_FUNC_DEPTH} deep (... '
-                                   + ' -> '.join(chain) + '): ' +
-                             ('a ti.func that calls itself needs a ti.static condition that ends the '
-                              'recursion at compile time' if calls_itself else
-                              'the compiler inlines every call; flatten the chain'))
+        self._check_call_depth(node, func)
         frame = FunctionContext(source, scope)
+        frame.real = func.real      # its loops run serially (loops.py)
         frame.expression_params = {p.name for p in params if is_template_annotation(p.annotation)
                                    and holds_values(scope[p.name])}
         frame.body_block = self.builder.block
@@ -72,10 +63,26 @@ class InliningMixin:
                                               f'have a return statement')
         finally:
             self.frames.pop()
+        result = frame.return_value
         if frame.result is not None:
             shape, cells = frame.result
-            return structs.rebuild(shape, iter([ops.emit('local_load', [cell], cell.dtype) for cell in cells]))
-        return frame.return_value
+            result = structs.rebuild(shape, iter([ops.emit('local_load', [cell], cell.dtype) for cell in cells]))
+        return _typed_result(func.signature.return_annotation, result) if func.real else result
+
+    def _check_call_depth(self, node, func):
+        """Inlining cannot recurse at run time: a real function may not call itself, and
+        ti.func calls may nest only so deep (a recursion that ti.static ends is fine)."""
+        if func.real and any(f.source.fn is func.fn for f in self.frames):
+            raise self.error(node, f'ti.real_func {func.fn.__name__} calls itself: the engine inlines functions, '
+                                   f'so recursion at run time is not supported; write it as a loop')
+        if len(self.frames) > _MAX_FUNC_DEPTH:
+            chain = [f.source.fn.__name__ for f in self.frames[-4:]] + [func.fn.__name__]
+            calls_itself = any(f.source.fn is func.fn for f in self.frames)
+            raise self.error(node, f'ti.func calls nest more than {_MAX_FUNC_DEPTH} deep (... '
+                                   + ' -> '.join(chain) + '): ' +
+                             ('a ti.func that calls itself needs a ti.static condition that ends the '
+                              'recursion at compile time' if calls_itself else
+                              'the compiler inlines every call; flatten the chain'))
 
     def _bind_param(self, obj):
         """A parameter passed by value: a local of its own (numbers and values)."""
@@ -117,6 +124,11 @@ class InliningMixin:
         """`return value` in a func that returns inside run-time control flow: store the
         result and the flag; leave the func's loop, if in one."""
         frame = self.frame
+        if any(loop.kind == 'parallel' for loop in self.loops[frame.loop_depth:]):
+            raise self.error(node, '`return` inside a loop of a ti.func that runs as the kernel\'s parallel loop '
+                                   '(the func is called at the top level): the threads would race for the result. '
+                                   'Taichi refuses it too; make it a ti.real_func, whose loops are serial, or '
+                                   'assign to a variable and return after the loop')
         value = self._load(value)
         entries, shape = structs.leaves(value), structs.tree(value)
         if frame.result is None:
@@ -180,6 +192,19 @@ def _typed(annotation, value):
     if isinstance(value, Matrix):
         return value.map(lambda e: ops.cast(e, dtype) if ops.is_value(e) or ops.is_number(e) else e)
     return ops.cast(value, dtype) if ops.is_value(value) or ops.is_number(value) else value
+
+
+def _typed_result(annotation, value):
+    """A real function's result converted to its return type (`-> ti.i32` truncates, a
+    tuple type converts each member)."""
+    if annotation in (inspect.Signature.empty, None) or value is None or structs.kind_of(annotation) is None:
+        return value
+    entries, slots = structs.leaves(value), structs.slot_types(annotation)
+    if len(entries) != len(slots):
+        raise TaichiTypeError(f'this real function returns {len(entries)} values, its return type '
+                              f'{structs.type_name(annotation)} has {len(slots)}')
+    converted = [ops.cast(e, t) if ops.is_value(e) or ops.is_number(e) else e for e, t in zip(entries, slots)]
+    return structs.rebuild(structs.tree(value), iter(converted))
 
 
 def _returns_in_control_flow(function_node):

@@ -117,7 +117,8 @@ class LoopMixin:
         """Emit a `for` over [begin, end) with an i32 index; return (index, body)."""
         # one iteration runs alone either way: serial, so that the kernel-scope locals it
         # updates stay locals (`for _ in range(1):`, Taichi's idiom for a serial loop nest)
-        parallel = self._is_top_level() and not LoopConfig.serialize and not _at_most_one(begin, end)
+        parallel = self._is_top_level() and not LoopConfig.serialize and not _at_most_one(begin, end) and \
+            not any(frame.real for frame in self.frames)        # a real function's loops are serial
         LoopConfig.serialize = False
         begin, end = ops.as_value(begin, T.i32), ops.as_value(end, T.i32)
         body = Block()

@@ -65,7 +65,8 @@ class FunctionContext:
         self.returned = None
         self.result = None            # (shape or None, [alloca per entry])
         self.returns = self.guarded = 0
-        self.returned_at_compile_time = False   # a return under `if ti.static(...)` at the top: the rest is dead
+        self.returned_at_compile_time = False
+        self.real = False         # the body of a ti.real_func (inlining.py)   # a return under `if ti.static(...)` at the top: the rest is dead
         self.return_annotation = None
         # ti.template() parameters bound to a value computed at run time, not to a variable:
         # Taichi cannot assign to them (they are no l-values), nor can we
