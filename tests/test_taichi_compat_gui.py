@@ -153,7 +153,7 @@ def test_the_first_warning_says_how_to_end_and_record_the_loop(missing_names_run
 
 def test_taichi_logo_is_there(missing_names_run):
     out, _ = missing_names_run
-    assert out.splitlines()[0].split()[2:] == ['1', '0', '0', '[0,', '1]']   # dark left, light right, none outside
+    assert out.splitlines()[0].split()[1:] == ['628', '0', '1', '1', '[0,', '1]']   # Taichi's: dark left, light right and around
 
 
 @pytest.mark.parametrize('what, words', [
