@@ -10,18 +10,31 @@ the same on any number of threads. Too many triplets are an error after the laun
 (runtime/kernels.py) and at build(). `build()` sums duplicates, as Eigen's
 setFromTriplets does for Taichi, and empties the builder for the next assembly.
 """
+import importlib
 import numbers
 import warnings
 
 import numpy as np
-import scipy.io
-import scipy.sparse as sp
 
 from ..core import dtypes as T
 from ..core.errors import TaichiIndexError, TaichiRuntimeError, TaichiTypeError
 from .fields import Field, Ndarray
 from .naming import guess_name
 
+
+
+class OnFirstUse:
+    """A module imported when first used: scipy takes a third of a second to import, which
+    only programs with sparse matrices should pay."""
+
+    def __init__(self, name):
+        self._name = name
+
+    def __getattr__(self, attr):
+        return getattr(importlib.import_module(self._name), attr)
+
+
+sp, scipy_io = OnFirstUse('scipy.sparse'), OnFirstUse('scipy.io')
 FORMATS = {'col_major': 'csc', 'row_major': 'csr'}     # Taichi's storage formats, scipy's names
 
 
@@ -285,4 +298,4 @@ class SparseMatrix:
 
     def mmwrite(self, filename):
         """Writes the matrix to a Matrix Market file."""
-        scipy.io.mmwrite(filename, self._matrix)
+        scipy_io.mmwrite(filename, self._matrix)

@@ -13,13 +13,13 @@ Taichi's CPU solvers are Eigen's; these follow what they compute and report:
 A failed factorization is a status, not an exception: solve() then gives NaNs.
 """
 import numpy as np
-import scipy.sparse as sp
-import scipy.sparse.linalg as spla
 
 from ..core import dtypes as T
 from ..core.errors import TaichiRuntimeError
 from .fields import Field, Ndarray
-from .sparse_matrix import SparseMatrix, float_dtype
+from .sparse_matrix import OnFirstUse, SparseMatrix, float_dtype, sp
+
+spla = OnFirstUse('scipy.sparse.linalg')
 
 SOLVER_TYPES = ('LLT', 'LDLT', 'LU')
 ORDERINGS = {'AMD': 'MMD_AT_PLUS_A', 'COLAMD': 'COLAMD'}    # Taichi's names, SuperLU's orderings
