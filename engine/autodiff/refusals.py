@@ -7,7 +7,7 @@ user's line (the statement's location) and the rule's name at the end, so a refu
 be looked up here. engine/autodiff/reverse.py and engine/autodiff/forward.py raise them where they meet
 the construct; the text says what to do instead.
 """
-from ..core.errors import AutodiffError
+from ..core.errors import AutodiffError, TaichiRuntimeError
 
 RULES = {
     # reverse mode
@@ -21,6 +21,10 @@ RULES = {
     'float atomic min/max': 'atomic_{kind} on the float field {field} is not differentiable',
     'shared float atomic min/max': 'atomic_{kind} on a float variable that the threads of a parallel '
                                    'loop share is not differentiable',
+    'gradient array': 'Cannot automatically differentiate through a grad tensor: this kernel accesses '
+                      '{name}, the gradient of an ndarray argument, which the backward pass itself '
+                      'accumulates into (Taichi refuses it too); access it in a kernel that is not '
+                      'differentiated (an optimizer step), or copy it into another ndarray first',
     # forward mode
     'forward: local atomic min/max': 'forward mode through a local atomic_{kind} on a float is not supported',
     'forward: parallel old value of an atomic':
@@ -32,6 +36,13 @@ RULES = {
 }
 
 
+class GradientArrayError(AutodiffError, TaichiRuntimeError):
+    """The refusal of 'gradient array': an AutodiffError, and a RuntimeError as in Taichi."""
+
+
+_CLASSES = {'gradient array': GradientArrayError}
+
+
 def refuse(rule, stmt, **details):
     """The AutodiffError of `rule` at the user's line of `stmt`."""
-    return AutodiffError(f'{RULES[rule].format(**details)} [refused: {rule}]', stmt.loc)
+    return _CLASSES.get(rule, AutodiffError)(f'{RULES[rule].format(**details)} [refused: {rule}]', stmt.loc)

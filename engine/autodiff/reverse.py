@@ -45,8 +45,18 @@ def adjoint(body, constant=False):
     return adjoint_of_jump_free(without_jumps(body), constant)
 
 
+def _refuse_gradient_arrays(body):
+    """An ndarray argument's .grad accessed in a differentiated kernel: refused, as Taichi
+    refuses it (a no_grad kernel, whose adjoint only uses up adjoints, may access it)."""
+    for s in walk(body):
+        if s.op in ('global_load', 'global_store', 'atomic') and 'grad' in getattr(s.attrs['target'], 'path', ()):
+            raise refuse('gradient array', s, name=s.attrs['target'].name)
+
+
 def adjoint_of_jump_free(body, constant=False):
     """`adjoint` of IR whose loops do not jump (engine/autodiff/jumps.py made it so)."""
+    if not constant:
+        _refuse_gradient_arrays(body)
     rp = ReversePass()
     rp.constant = constant
     rp.finite = finite_partials(body) if passes.enabled('nan_guards') else frozenset()

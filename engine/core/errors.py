@@ -45,10 +45,6 @@ class TaichiCompilationError(Exception):
         return f'\n{self.location.render()}\n{type(self).__name__}: {self.message}'
 
 
-class AutodiffRuleError(TaichiCompilationError):
-    """A global data access rule is broken: the gradient would be wrong."""
-
-
 class TaichiSyntaxError(TaichiCompilationError, SyntaxError):
     """Python that the kernel language does not support."""
 
@@ -87,6 +83,11 @@ class TaichiZeroDivisionError(TaichiRuntimeError, ZeroDivisionError):
 
 class TaichiAssertionError(TaichiRuntimeError, AssertionError):
     """Debug mode: a run-time `assert` in a kernel failed."""
+
+
+class AutodiffRuleError(TaichiCompilationError, TaichiAssertionError):
+    """A global data access rule is broken: the gradient would be wrong. Also a
+    TaichiAssertionError: what Taichi's checker (Tape(validation=True)) raises for it."""
 
 
 class TaichiInitError(TypeError, KeyError):

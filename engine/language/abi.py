@@ -24,11 +24,14 @@ class NdarrayType:
     """`ti.types.ndarray(dtype=None, ndim=None, element_dim=None)`: a numpy array's last
     `element_dim` axes (or those of a vector/matrix `dtype`) are its elements' components."""
 
-    def __init__(self, dtype=None, ndim=None, element_dim=None, element_shape=None, **_):
+    def __init__(self, dtype=None, ndim=None, element_dim=None, element_shape=None, needs_grad=None, **_):
         if isinstance(dtype, structs.StructType):
             raise TaichiTypeError(f'ti.types.ndarray(dtype={dtype!r}): ndarrays of structs are not '
                                   f'supported; use a struct field (S.field(shape=...)) or one ndarray per member')
         self.dtype, self.ndim = dtype, ndim
+        # False: the kernel sees no .grad of this argument, which is then a constant to its
+        # gradient (nothing accumulates into its .grad); None: the array's own
+        self.needs_grad = needs_grad
         if element_dim is None and isinstance(dtype, tuple) and dtype[0] in ('vector', 'matrix'):
             element_dim = 1 if dtype[0] == 'vector' else 2
         if element_dim is None and element_shape is not None:
@@ -187,7 +190,7 @@ class ArgLayout:
         targets, end = {(): param}, offset + 8 * (1 + ndim)
         for path in COMPANIONS:
             owner = targets.get(path[:-1])
-            if owner is not None and companion(value, path) is not None:
+            if owner is not None and companion(value, path, spec) is not None:
                 targets[path] = owner.add(path[-1], end)
                 end += 8
         self.ndarray_params[k] = param
@@ -228,8 +231,11 @@ COMPANIONS = (('grad',), ('dual',), ('grad', 'dual'))
 _NONE = (False, False, False)
 
 
-def companion(value, path):
-    """The .grad, .dual or .grad.dual (path) of an ndarray argument, or None."""
+def companion(value, path, spec=None):
+    """The .grad, .dual or .grad.dual (path) of an ndarray argument, or None (also the
+    .grad of an argument its annotation declares needs_grad=False)."""
+    if path[:1] == ('grad',) and spec is not None and getattr(spec.annotation, 'needs_grad', None) is False:
+        return None
     for role in path:
         value = getattr(value, role, None)
     return value
@@ -242,9 +248,7 @@ def key_of(spec, value):
             return ('bad', type(value))
         # whether it has a .grad, a .dual and a .grad.dual: each is a slot of the layout
         # (a numpy array has none: the common case, keyed without looking)
-        has = _NONE if array is value else (
-            getattr(value, 'grad', None) is not None, getattr(value, 'dual', None) is not None,
-            getattr(getattr(value, 'grad', None), 'dual', None) is not None)
+        has = _NONE if array is value else tuple(companion(value, path, spec) is not None for path in COMPANIONS)
         return (array.dtype.str, array.ndim, element_shape_of(spec, value), has)
     if isinstance(value, Field):
         return value

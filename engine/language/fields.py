@@ -505,9 +505,11 @@ class Ndarray:
         self.dtype = T.resolve(dtype)
         if self.dtype is None:
             raise TypeError(f'not an ndarray dtype: {dtype!r} (ndarrays hold scalars, vectors or matrices)')
-        if needs_dual and not self.dtype.is_float:
-            raise TaichiRuntimeError(f'ti.ndarray: needs_dual=True needs a floating-point dtype, got '
-                                     f'{self.dtype} (integer ndarrays have no tangent)')
+        for wanted, what in ((needs_grad, 'needs_grad'), (needs_dual, 'needs_dual')):
+            if wanted and not self.dtype.is_float:      # Taichi's wording, so its checks match
+                raise TaichiRuntimeError(f'{self.dtype} is not supported for ndarray with {what}=True: '
+                                         f'{what}=True needs a floating-point dtype (integers have no '
+                                         f'{"gradient" if what == "needs_grad" else "tangent"})')
         self.shape = as_shape(shape)
         self.element_shape = tuple(element_shape)
         self.name = 'ti.ndarray'

@@ -205,7 +205,7 @@ class Matrix:
     def _zip(self, other, fn, swap=False):
         if isinstance(other, Matrix):
             if other.shape != self.shape:
-                raise TaichiTypeError(f'shape mismatch: {self.shape} and {other.shape}')
+                return self._broadcast(other, fn, swap)
             pairs = zip(self.entries, other.entries)
         elif _is_scalar(other):
             pairs = ((e, other) for e in self.entries)
@@ -214,6 +214,19 @@ class Matrix:
         else:
             return NotImplemented
         return Matrix._make(self.shape, [fn(b, a) if swap else fn(a, b) for a, b in pairs])
+
+    def _broadcast(self, other, fn, swap):
+        """Operands of two shapes: in Python scope, numpy's broadcasting (a vector against a
+        matrix's rows), as Taichi's Python-scope matrices do; in a kernel an error, as in Taichi."""
+        if ops.current_builder() is not None:
+            raise TaichiTypeError(f'shape mismatch: {self.shape} and {other.shape}')
+        try:
+            shape = np.broadcast_shapes(self.shape, other.shape)
+        except ValueError:
+            raise TaichiTypeError(f'shape mismatch: {self.shape} and {other.shape}') from None
+        mine, theirs = (np.broadcast_to(np.array(m.entries, dtype=object).reshape(m.shape), shape).ravel()
+                        for m in (self, other))
+        return Matrix._make(shape, [fn(b, a) if swap else fn(a, b) for a, b in zip(mine, theirs)])
 
     def __add__(self, o): return self._zip(o, lambda a, b: a + b)
     def __radd__(self, o): return self._zip(o, lambda a, b: a + b, True)

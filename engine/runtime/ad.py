@@ -48,7 +48,17 @@ def no_grad(fn):
             return fn(*args, **kwargs)
         finally:
             ctx.no_grad_depth -= 1
+    without_gradient.grad = _adds_no_gradient     # `f.grad(*args)`, as Taichi gives it
     return without_gradient
+
+
+def _adds_no_gradient(*args, **kwargs):
+    """The .grad of a no_grad Python function: it contributes no gradient, so nothing to add."""
+
+
+class NotGradReplacedError(TypeError, RuntimeError):
+    """ti.ad.grad_for of a function not decorated with ti.ad.grad_replaced: a TypeError, and a
+    RuntimeError as in Taichi."""
 
 
 class _CustomGradient:
@@ -82,7 +92,12 @@ class _CustomGradient:
     def __get__(self, obj, owner=None):
         """A method (of a data_oriented class): bound to the instance, which the tape records
         as its first argument and passes to the grad_for function."""
-        return self if obj is None else functools.partial(self, obj)
+        return self if obj is None else _BoundCustomGradient(self, obj)
+
+    def grad(self, *args, **kwargs):
+        """`f.grad(*args)`: runs the grad_for function, as the tape does at f's unit (the
+        caller seeds the output gradients first, as for kernel.grad)."""
+        return self._grad(*args, **kwargs)
 
     def _grad(self, *args, **kwargs):
         if self.backward is None:
@@ -96,6 +111,14 @@ class _CustomGradient:
             ctx.custom_backward = None
 
 
+class _BoundCustomGradient(functools.partial):
+    """A grad_replaced method taken from an instance: the instance is its first argument,
+    of the call and of .grad."""
+
+    def grad(self, *args, **kwargs):
+        return self.func.grad(*self.args, *args, **kwargs)
+
+
 def grad_replaced(fn):
     """Record `fn` on the tape as one unit whose gradient is given by `grad_for`."""
     return _CustomGradient(fn)
@@ -103,8 +126,14 @@ def grad_replaced(fn):
 
 def grad_for(primal):
     """`@ti.ad.grad_for(forward)`: the function that computes forward's gradient."""
+    if isinstance(primal, Kernel):
+        raise NotGradReplacedError(
+            f'ti.ad.grad_for({primal.name}): {primal.name} is a kernel, whose gradient is '
+            f'{primal.name}.grad; to replace it, launch the kernel from a Python function '
+            f'decorated with ti.ad.grad_replaced and give that function to grad_for')
     if not isinstance(primal, _CustomGradient):
-        raise TypeError('ti.ad.grad_for needs a function decorated with ti.ad.grad_replaced')
+        raise NotGradReplacedError(f'ti.ad.grad_for needs a function decorated with ti.ad.grad_replaced, got '
+                                   f'{getattr(primal, "__name__", type(primal).__name__)}')
 
     def register(backward):
         primal.backward = backward
@@ -160,6 +189,9 @@ class FwdMode:
 
     def __exit__(self, *exc):
         ctx.forward = None
+        # the seed is the block's: zeroed as Taichi zeroes it, so a later kernel launched
+        # outside the block (or a FwdMode with clear_gradients=False) starts from no tangent
+        self.param.dual.data[...] = 0
 
     def launching(self, compiled, args):
         """Before a launch in the block: marks the param's elements it accesses."""
@@ -279,7 +311,7 @@ def jacobian(fn, inputs, outputs, mode='forward'):
                 seed[j] = 1
                 with FwdMode(loss=outputs[0], param=field, seed=seed):
                     fn()
-                J[:, col] = np.concatenate([o.dual.data.reshape(-1) for o in outputs])
+                    J[:, col] = np.concatenate([o.dual.data.reshape(-1) for o in outputs])
                 col += 1
         return J
     if mode != 'reverse':

@@ -112,11 +112,17 @@ def compare(evaluate, loss, fields, samples=16, eps=None, rtol=None, atol=1e-6, 
     return report
 
 
+def loss_key(loss):
+    """The index of the loss's one element: None for a 0-D loss, (0, ...) for an ndarray of
+    shape (1,) or (1, 1) (Taichi takes an ndarray of one element as a loss)."""
+    return None if loss.shape == () else (0,) * len(loss.shape)
+
+
 def check_tape(tape):
     """Tape(loss, grad_check=[...]): raise GradientCheckError with the report on a mismatch."""
     def evaluate(shift=None):
         tape.replay_forward(lambda: apply_shift(shift))
-        return float(tape.loss[None])
+        return float(tape.loss[loss_key(tape.loss)])
     report = compare(evaluate, tape.loss, tape.grad_check)
     if not report.ok:
         raise GradientCheckError(str(report))

@@ -249,8 +249,8 @@ class Recording:
         if self._ndarrays_with_grad is None:
             found = {}
             for (kernel, args), compiled in zip(self.calls, self.launches.kernels):
-                for k, *_ in compiled.layout.ndarrays:
-                    if getattr(args[k], 'grad', None) is not None:
+                for k, _, _, companions in compiled.layout.ndarrays:
+                    if any(path == ('grad',) for _, path in companions):
                         found[id(args[k])] = args[k]
             self._ndarrays_with_grad = list(found.values())
         return self._ndarrays_with_grad

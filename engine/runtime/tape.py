@@ -14,7 +14,7 @@ from ..core.context import ctx
 from ..core.program import current as current_program, validation_setting
 from ..core.errors import USER_ERRORS, user_frames_only
 from ..language.fields import Field, Ndarray
-from .finite_diff import check_tape, restore_fields, snapshot_fields, values_of
+from .finite_diff import check_tape, loss_key, restore_fields, snapshot_fields, values_of
 
 
 
@@ -231,9 +231,11 @@ class Tape:
             dual.data[...] = 0       # a constant seed: no tangent (forward over reverse)
 
     def _clear_ndarray_gradients(self, args, ndarrays):
-        """Fields' gradients are zeroed on entry; an ndarray's when the tape first sees it."""
-        for k, *_ in ndarrays:
-            self.clear_ndarray_gradient(args[k])
+        """Fields' gradients are zeroed on entry; an ndarray's when the tape first sees it as
+        an argument with a gradient (not one declared ti.types.ndarray(needs_grad=False))."""
+        for k, _, _, companions in ndarrays:
+            if any(path == ('grad',) for _, path in companions):
+                self.clear_ndarray_gradient(args[k])
 
     def clear_ndarray_gradient(self, array):
         grad = getattr(array, 'grad', None)
@@ -314,6 +316,13 @@ class Tape:
     def __len__(self):
         return len(self.native.kernels) + len(self.units)
 
+    @property
+    def calls(self):
+        """The kernel launches recorded so far, in order, as (kernel, arguments) (Taichi's
+        Tape.calls; launches inside grad_replaced functions and captured replays are parts
+        of their units, not listed)."""
+        return [call for call in self.native.calls if call[0] is not replay.RESTORE]
+
     def _in_order(self):
         """Every unit as (backward, args, forward), in recording order (the Python paths)."""
         calls, units, n = self.native.calls, self.units, 0
@@ -337,8 +346,8 @@ class Tape:
                 current_program().clear_gradients()
                 if isinstance(self.loss, Ndarray):      # zeroed now: the launches keep its seed
                     self.clear_ndarray_gradient(self.loss)
-            self.loss[None] = 0
-            self.loss.grad[None] = 1
+            self.loss[loss_key(self.loss)] = 0
+            self.loss.grad[loss_key(self.loss)] = 1
         if self.grad_check:
             self.snapshot = snapshot_fields(self.grad_check)
         ctx.tape = self
@@ -381,7 +390,7 @@ class Tape:
         restore_fields(self.snapshot)
         if perturb is not None:
             perturb()
-        self.loss[None] = 0
+        self.loss[loss_key(self.loss)] = 0
         for _, args, run_forward in self._in_order():
             run_forward(*args)
 
@@ -472,9 +481,11 @@ def _check_loss(loss):
     if not isinstance(loss, (Field, Ndarray)):
         raise TypeError(f'the loss of ti.ad.Tape must be a 0-D field or ti.ndarray, got {type(loss).__name__}')
     shape = loss.shape
-    if shape != ():
-        what = 'ti.ndarray' if isinstance(loss, Ndarray) else 'field'
-        raise ValueError(f'the loss of ti.ad.Tape must be a 0-D {what} (shape ()), got shape {shape}')
+    if isinstance(loss, Ndarray) and int(np.prod(shape)) != 1:
+        raise ValueError(f'the loss of ti.ad.Tape must be a ti.ndarray of one element (shape () or (1,)), '
+                         f'got shape {shape}')
+    if isinstance(loss, Field) and shape != ():
+        raise ValueError(f'the loss of ti.ad.Tape must be a 0-D field (shape ()), got shape {shape}')
     if loss.element_shape:
         raise ValueError(f'the loss of ti.ad.Tape must be a scalar; {loss.name} holds elements of '
                          f'shape {loss.element_shape} (sum them into a 0-D scalar field)')

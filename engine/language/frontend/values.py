@@ -149,6 +149,22 @@ class NdarrayArg:
     def shape(self):
         return tuple(ops.emit('ndarray_shape', (), T.i32, target=self, axis=a) for a in range(self.ndim))
 
+    @property
+    def grad(self):
+        """`x.grad` in a kernel: the gradient array of the ti.ndarray passed as x."""
+        return self._companion('grad', 'needs_grad')
+
+    @property
+    def dual(self):
+        return self._companion('dual', 'needs_dual')
+
+    def _companion(self, role, flag):
+        other = getattr(self, role + '_target')
+        if other is None:
+            raise TaichiTypeError(f'{self.name}.{role}: the array passed as {self.name} has no .{role} '
+                                  f'(pass a ti.ndarray created with {flag}=True)')
+        return other
+
     def __repr__(self):
         return f'ndarray:{self.name}'
 
