@@ -22,7 +22,7 @@ def test_a_program_using_sparse_layouts_runs_unchanged():
 
 
 def _pointer_field(dtype=ti.f32):
-    x = ti.field(dtype)
+    x = ti.field(dtype, needs_grad=True)
     blocks = ti.root.pointer(ti.i, 4)
     blocks.dense(ti.i, 2).place(x)
     return x, blocks
@@ -35,6 +35,8 @@ def test_python_scope_writes_activate_and_fill_writes_active_cells_only():
     assert blocks.activity.to_numpy().tolist() == [0, 0, 1, 0]
     x.fill(3.0)
     assert x.to_numpy().tolist() == [0, 0, 0, 0, 3, 3, 0, 0]
+    x.grad.fill(1.0)                        # a gradient fills every cell: none keeps a stale value
+    assert x.grad.to_numpy().tolist() == [1] * 8
     x.from_numpy(np.arange(8.0))            # every element written: every block active
     assert blocks.activity.to_numpy().tolist() == [1, 1, 1, 1]
     ti.deactivate_all_snodes()

@@ -227,11 +227,12 @@ class Field:
 
     def fill(self, value):
         """Every element; under a sparse node, every active element (as Taichi's fill, a
-        struct-for over the field). In a kernel, a loop at the place of the call."""
+        struct-for over the field; a .grad or .dual fills all, so that none keeps a stale
+        value in a cell inactive now). In a kernel, a loop at the place of the call."""
         self.ensure_placed()
         if ops.current_builder() is not None:
             return sparse.fill(self, value)
-        node = sparse.container_of(self)
+        node = sparse.container_of(self) if self.role == 'primal' else None    # a gradient: every element
         active = node.active_cells() if node is not None else None
         if active is None:
             self._write(Ellipsis, value)

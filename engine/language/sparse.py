@@ -264,7 +264,7 @@ def fill(field, value, component=None):
     targets = [(component, entries[0])] if component is not None else list(enumerate(entries))
 
     def write(index):
-        active = cell_active(node, index) if is_sparse_node(node) else None
+        active = cell_active(node, index) if is_sparse_node(node) and field.role == 'primal' else None
         block = Block()
         if active is not None:
             builder.emit('if', [ops.truth(active)], then=block, **{'else': Block()})
