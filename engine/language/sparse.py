@@ -283,7 +283,7 @@ def rescale_index(source, ancestor, index):
     """`ti.rescale_index(x, block, I)`: the coordinates, in the ancestor node, of the cell
     at I of a field or node below it (a vector; kernels and Python alike)."""
     node = container_of(source) if hasattr(source, 'dtype') else source
-    if node is None or ancestor not in node.path() + [node.parent(len(node.path()))]:
+    if node is None or (ancestor not in node.path() and ancestor.kind != 'root'):
         raise TaichiSyntaxError(f'ti.rescale_index: {ancestor!r} is not above {source!r}')
     index = list(index.entries) if isinstance(index, Matrix) else list(index)
     if len(index) != len(node.extents):
