@@ -290,3 +290,28 @@ def test_layouts_taichi_does_not_allow_or_the_engine_cannot_keep_are_refused():
         ti.root.pointer(ti.i, 2).place(ti.field(ti.f32), offset=(-1,))
     with pytest.raises(ti.TaichiRuntimeError, match='must come after'):
         ti.root.dense(ti.j, 4).dynamic(ti.i, 8)
+
+
+def test_activation_by_a_parallel_scatter_is_the_same_on_two_threads_and_matches_numpy():
+    points = np.random.default_rng(3).random((4000, 2))
+    runs = []
+    for _ in range(2):
+        ti.init(arch=ti.cpu, cpu_max_num_threads=2)
+        mass = ti.field(ti.f32)
+        blocks = ti.root.pointer(ti.ij, 8)
+        blocks.dense(ti.ij, 4).place(mass)
+        p = ti.Vector.field(2, ti.f32, shape=4000)
+        p.from_numpy(points.astype(np.float32) * 0.5)        # a quarter of the grid
+
+        @ti.kernel
+        def scatter():
+            for k in p:
+                mass[ti.cast(p[k] * 32, ti.i32)] += 1.0      # activations skipped on active cells
+
+        scatter()
+        runs.append((blocks.activity.to_numpy(), mass.to_numpy()))
+    cells = (points * 0.5 * 32).astype(int)
+    expected = np.zeros((8, 8), dtype=np.int32)
+    expected[cells[:, 0] // 4, cells[:, 1] // 4] = 1
+    assert (runs[0][0] == expected).all() and (runs[1][0] == expected).all()
+    assert (runs[0][1] == runs[1][1]).all() and runs[0][1].sum() == 4000

@@ -136,6 +136,15 @@ class SNode:
         return node
 
     @property
+    def list_axis(self):
+        """The axis of a dynamic node (its only one); None for other kinds."""
+        return next(iter(self.sizes)) if self.kind == 'dynamic' else None
+
+    def list_position(self):
+        """Where the list axis sits among this dynamic node's coordinates."""
+        return sorted(self.extents).index(self.list_axis)
+
+    @property
     def sparse(self):
         return self.kind in SPARSE_KINDS
 
@@ -179,12 +188,12 @@ class SNode:
                 continue
             counter = level.activity if level.activity is not None else level.lengths
             if index is Ellipsis:
-                counter._write(Ellipsis, 1 if level.activity is not None else level.extents[_list_axis(level)])
+                counter._write(Ellipsis, 1 if level.activity is not None else level.extents[level.list_axis])
                 continue
             cell = tuple(int(c) for c in sparse.rescale(self.extents, level.extents, list(index)))
             value = 1
             if level.activity is None:
-                k = sorted(level.extents).index(_list_axis(level))
+                k = level.list_position()
                 cell, value = cell[:k] + cell[k + 1:], cell[k] + 1
             if counter.data[cell] < value:
                 counter._write(cell, value)
@@ -198,8 +207,8 @@ class SNode:
         if inner.activity is not None:
             mask = inner.activity.data != 0
         else:
-            k = sorted(inner.extents).index(_list_axis(inner))
-            positions = np.arange(inner.extents[_list_axis(inner)]).reshape(
+            k = inner.list_position()
+            positions = np.arange(inner.extents[inner.list_axis]).reshape(
                 [-1 if a == k else 1 for a in range(len(inner.extents))])
             mask = positions < np.expand_dims(inner.lengths.data, k)
         for position, axis in enumerate(sorted(self.extents)):
@@ -212,11 +221,6 @@ class SNode:
     def __repr__(self):
         sizes = ', '.join(f'{"ijkl"[a] if a < 4 else a}={n}' for a, n in sorted(self.sizes.items()))
         return f'<SNode {self.kind}({sizes}), shape {self.shape}>'
-
-
-def _list_axis(node):
-    """The axis of a dynamic node."""
-    return next(iter(node.sizes))
 
 
 def _where():

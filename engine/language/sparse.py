@@ -14,6 +14,7 @@ free of activity writes, so the loop's read of the activity (its guard) does not
 a loop whose iterations read what others write.
 """
 import contextlib
+import math
 
 from ..core import dtypes as T
 from ..core.errors import TaichiSyntaxError
@@ -85,7 +86,7 @@ def _in_kernel(what):
 
 def _dynamic_split(node, coords):
     """(the parent cell's coordinates, the list position) of a cell of a dynamic node."""
-    k = sorted(node.extents).index(next(iter(node.sizes)))
+    k = node.list_position()
     return coords[:k] + coords[k + 1:], coords[k]
 
 
@@ -138,22 +139,31 @@ def activate_writes(root, struct_fors):
 
 
 def _activate_block(block, struct_fors, enclosing):
-    stmts = []
-    for stmt in block.stmts:
+    stmts, last = [], None      # last: the cell the statement before activated (the entries of
+    for stmt in block.stmts:    # a vector, the members of a struct, fields side by side: once)
         stmts.append(stmt)
         for inner in stmt.blocks():
             _activate_block(inner, struct_fors, enclosing + ([struct_fors[stmt]] if stmt in struct_fors else []))
-        if stmt.op not in ('global_store', 'atomic') or stmt.attrs.get('activates') is False:
+        cell = _written_cell(stmt)
+        if cell is None or any(_same_cell(*cell, loop) for loop in enclosing):
+            last = None
             continue
-        node = container_of(stmt.attrs['target'])
-        coords = stmt.args[:-1]
-        if not is_sparse_node(node) or any(_same_cell(node, coords, loop) for loop in enclosing):
-            continue
-        builder = Builder()
-        with building(builder):
-            activate_cell(node, coords)
-        stmts.extend(builder.root.stmts)
+        key = (tuple(map(id, cell[0].path())), tuple(map(id, cell[1])))
+        if key != last:
+            builder = Builder()
+            with building(builder):
+                activate_cell(*cell)
+            stmts.extend(builder.root.stmts)
+        last = key
     block.stmts[:] = stmts
+
+
+def _written_cell(stmt):
+    """(layout node, coordinates) of the sparse cell a write writes, or None."""
+    if stmt.op not in ('global_store', 'atomic') or stmt.attrs.get('activates') is False:
+        return None
+    node = container_of(stmt.attrs['target'])
+    return (node, stmt.args[:-1]) if is_sparse_node(node) else None
 
 
 def _same_cell(node, coords, loop):
@@ -203,7 +213,7 @@ def _clear_list(node, parent_cell):
     """A dynamic list emptied: the values it held become 0, then its length."""
     length = _load(node.lengths, parent_cell)
     for f in node.fields():
-        _zero_region(f, node, node.parent(), parent_cell, {next(iter(node.sizes)): length})
+        _zero_region(f, node, node.parent(), parent_cell, {node.list_axis: length})
     _store(node.lengths, parent_cell, 0)
 
 
@@ -221,12 +231,8 @@ def _zero_region(field, field_node, node, coords, counts=None):
             spans.append((c if d == 1 else c * d, d))
         else:
             spans.append((0, field_node.extents[axis]))
-    components = 1
-    for n in field.element_shape:
-        components *= n
-
     def zero(index):
-        for k in range(components):
+        for k in range(math.prod(field.element_shape)):
             _store(field, index, 0, component=k, activates=False)
     _for_each(spans, zero)
 
@@ -257,7 +263,7 @@ def fill(field, value, component=None):
     the call is: parallel at the kernel's top level, as a struct-for there would be."""
     builder = ops.current_builder()
     node = container_of(field)
-    count = _count(field.element_shape) or 1
+    count = math.prod(field.element_shape)
     entries = value.entries if isinstance(value, Matrix) else [value] * count
     if len(entries) != count and component is None:
         raise TaichiSyntaxError(f'{field.name}.fill: {len(entries)} values for elements of shape {field.element_shape}')
@@ -320,7 +326,7 @@ def append(node, index, value):
                                 f'(a struct field counts as one)')
     position = ops.emit('atomic', parent_cell + [ops.as_value(1, T.i32)], T.i32, target=node.lengths,
                         component=0, kind='add')
-    axis = next(iter(node.sizes))
+    axis = node.list_axis
     builder = ops.current_builder()
     branch = builder.emit('if', [ops.truth(position >= node.extents[axis])], then=Block(), **{'else': Block()})
     with builder.open(branch.attrs['then']):        # full: the length stays the extent, the launch stops
@@ -330,7 +336,7 @@ def append(node, index, value):
             f'ti.append: a list of {node!r} is full ({node.extents[axis]} elements, the extent given to dynamic())'))
         builder.emit('assert_fail', values, format=fmt)
     with builder.open(branch.attrs['else']):
-        k = sorted(node.extents).index(axis)
+        k = node.list_position()
         _write_element(node.placed[0], parent_cell[:k] + [position] + parent_cell[k:], value)
     return position
 
@@ -341,15 +347,10 @@ def _write_element(target, index, value):
         for key, member in members.items():
             _write_element(member, index, value._members[key] if hasattr(value, '_members') else value[key])
         return
-    entries = value.entries if isinstance(value, Matrix) else [value] * max(1, _count(target.element_shape))
-    if len(entries) != max(1, _count(target.element_shape)):
+    count = math.prod(target.element_shape)
+    entries = value.entries if isinstance(value, Matrix) else [value] * count
+    if len(entries) != count:
         raise TaichiSyntaxError(f'ti.append: cannot store {len(entries)} values into {target.name}')
     for k, v in enumerate(entries):
         _store(target, index, v, component=k)
 
-
-def _count(shape):
-    n = 1
-    for s in shape:
-        n *= s
-    return n if shape else 0
