@@ -445,18 +445,60 @@ def _owned_fields(loop):
     codegen adds without atomics (codegen.emit_body_twice). `x[i, j]` together with `x[j, i]`
     has the index at different axes and keeps its atomics everywhere (tests run that
     program and the shifted one on 2 threads)."""
-    index, offsets = loop.attrs['index'], {}
+    index, offsets, tuples = loop.attrs['index'], {}, {}
     for s in walk(loop.attrs['body']):
         if s.op in ('global_load', 'global_store', 'atomic'):
             indices = s.args if s.op == 'global_load' else s.args[:-1]
             found = {k: c for k, c in ((k, _offset_from(a, index)) for k, a in enumerate(indices)) if c is not None}
             target = s.attrs['target']
+            tuples.setdefault(target, set()).add(tuple(indices))
             if target not in offsets:
                 offsets[target] = {k: {c} for k, c in found.items()}
             else:
                 offsets[target] = {k: cs | {found[k]} for k, cs in offsets[target].items() if k in found}
-    return {target: min(max(cs) - min(cs) for cs in axes.values())
-            for target, axes in offsets.items() if axes}
+    owned = {target: min(max(cs) - min(cs) for cs in axes.values()) for target, axes in offsets.items() if axes}
+    # a struct-for over a 2D or 3D field: every access at the one index tuple (i, j) that
+    # the loop index decomposes into, so iterations never share an element
+    owned.update({target: 0 for target, seen in tuples.items()
+                  if target not in owned and len(seen) == 1 and _determines(next(iter(seen)), index)})
+    return owned
+
+
+def _determines(indices, index):
+    """Whether `indices` give back the loop index: they hold its digits in a mixed radix,
+    `(index // d) % m` for d = 1, m1, m1 * m2, ..., and the last `index // D` (each
+    digit may be shifted by a constant), as a struct-for's indices do."""
+    digits = {d for d in (_digit(v, index) for v in indices) if d is not None}
+    place = 1
+    while (place, None) not in digits:
+        radix = next((m for d, m in digits if d == place and m is not None and m > 0), None)
+        if radix is None:
+            return False
+        place *= radix
+    return True
+
+
+def _digit(value, index, depth=0):
+    """(d, m) when `value` is `(index // d) % m` (m None: `index // d`) plus a constant."""
+    if value is index:
+        return 1, None
+    if depth > 8 or value.dtype is None or not value.dtype.is_int or len(value.args) != 2:
+        return None
+    a, c = value.args
+    if c.op != 'const' or not isinstance(c.attrs['value'], int) or c.attrs['value'] <= 0:
+        if value.op == 'add' and a.op == 'const':        # c + (digit)
+            return _digit(c, index, depth + 1)
+        return None
+    inner = _digit(a, index, depth + 1)
+    if inner is None:
+        return None
+    d, m = inner
+    if value.op in ('add', 'sub'):
+        return inner
+    if m is not None:
+        return None
+    n = c.attrs['value']
+    return {'floordiv': (d * n, None), 'mod': (d, n)}.get(value.op)
 
 
 def _offset_from(value, index):

@@ -21,6 +21,8 @@ APPLIED = {
     'print_ir': "prints each kernel's IR when it is built",
     'log_level': "'error' or 'critical' silence the engine's warnings of ti.init",
     'print_full_traceback': "errors keep the engine's frames in their tracebacks",
+    'fast_math': 'float arithmetic may be reassociated, contracted into FMAs and divided by '
+                 'reciprocals (NaN and Inf stay as IEEE has them); off by default here',
 }
 
 _GPU = 'there is no GPU backend: kernels run on the CPU'
@@ -39,7 +41,6 @@ IGNORED = {
     'detect_read_only': _OPT, 'real_matrix_scalarize': 'vectors and matrices are always scalarized',
     'force_scalarize_matrix': 'vectors and matrices are always scalarized',
     'half2_vectorization': _GPU, 'num_compile_threads': 'kernels compile on the calling thread',
-    'fast_math': 'float arithmetic stays IEEE (NaN and min/max behave as documented)',
     'device_memory_GB': _GPU, 'device_memory_fraction': _GPU, 'use_unified_memory': _GPU,
     'default_gpu_block_dim': _GPU, 'saturating_grid_dim': _GPU, 'max_block_dim': _GPU,
     'gpu_max_reg': _GPU, 'cuda_stack_limit': _GPU, 'vk_api_version': _GPU,

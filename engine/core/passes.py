@@ -17,6 +17,10 @@ OPTIONAL = {
                       'loop owns its elements (engine/autodiff/reverse.py: _owned_fields)',
     'bounds_elision': 'leaving out the index checks that the loop ranges prove unnecessary '
                       '(engine/backend/bounds.py)',
+    'wide_indices': "computing a parallel loop's field indices in 64 bits, where LLVM sees "
+                    'consecutive elements (engine/backend/cpu/codegen.py: FunctionEmitter.widen)',
+    'field_noalias': "telling LLVM that one field's accesses never touch another field "
+                     '(engine/backend/cpu/aliasing.py)',
 }
 
 

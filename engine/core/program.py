@@ -57,7 +57,7 @@ class Config:
                  offline_cache_file_path=None, native_replay=True, ad_validation=None,
                  interpret=False, check_bounds=None, kernel_profiler=False, check_out_of_bound=None,
                  print_ir=False, log_level=None, print_full_traceback=False, disable_passes=(),
-                 tape_memory_limit=None, deterministic=True):
+                 tape_memory_limit=None, deterministic=True, fast_math=False):
         # the keywords Taichi's ti.init takes are in engine/core/options.py, which checks them
         self.default_fp = T.resolve(default_fp)
         self.default_ip = T.resolve(default_ip)
@@ -89,6 +89,8 @@ class Config:
         self.tape_memory_limit = _tape_memory_limit(tape_memory_limit)
         # parallel loops give the same bits on any number of threads (engine/backend/cpu/ordering.py)
         self.deterministic = bool(deterministic)
+        # float ops compile with LLVM's fast-math flags but nnan/ninf (backend/cpu/codegen.py)
+        self.fast_math = bool(fast_math)
 
 
 _VALIDATION_SETTINGS = {'': True, '1': True, 'on': True, 'true': True, 'yes': True,

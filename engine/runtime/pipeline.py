@@ -174,6 +174,7 @@ def _load_or_compile(name, body, layout, prog, shadow=()):
     kind += '' if config.check_bounds else '|unchecked'
     kind += f'|chunks-of-{ordering.CHUNK_MIN}' if config.deterministic else '|any-order'
     kind += ''.join(sorted(f'|no-{name}' for name in config.disable_passes))
+    kind += '|fast-math' if config.fast_math else ''
     key = None if config.debug or not config.offline_cache else cache.key(kind, body, layout.ret_offset)
     if key is not None and key in _loaded:
         return _loaded[key]

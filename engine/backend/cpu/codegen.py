@@ -6,16 +6,20 @@ is outlined into a task function `(closure, begin, end)` handed to the native
 thread pool (`engine_parallel_for`). Values the loop body uses from outside
 travel in the closure by value.
 """
+import re
+
 from llvmlite import ir as llir
 
 from ..llvm_ops import LOWER, llvm_type
 
 from ...ir import ops
 from ...language import printing
-from ...core import program as rt
+from ...core import passes, program as rt
 from ..bounds import IndexRanges, grouped_checks, unproven_axes
 from . import ordering
+from .aliasing import tag_field_accesses
 from .codegen_checks import I8P, I32, I64, ChecksEmitter
+from .wide_indices import WIDE_OPS, WideIndexEmitter
 from .codegen_ordered import BufferStore, OrderedLoopsEmitter
 from ...language.fields import Field
 from ...ir.nodes import used_from_outside, walk
@@ -32,6 +36,8 @@ class KernelModule:
         self.name, self.body = name, body
         # indices not proven in range are checked (engine/backend/bounds.py); debug mode checks all
         self.index_ranges = None if debug or not check_bounds else IndexRanges(body)
+        self.ranges = self.index_ranges or IndexRanges(body)      # for wide indices (FunctionEmitter.widen)
+        self.wide_indices = passes.enabled('wide_indices')
         self.check_bounds = debug or check_bounds
         self.group_checks, self.covered_checks = ({}, set()) if self.index_ranges is None else \
             grouped_checks(body, self.index_ranges)
@@ -42,6 +48,7 @@ class KernelModule:
         self.locations = location_table(body)
         self._location_ids = {_location_key(loc): k for k, loc in enumerate(self.locations)}
         self.tasks = 0
+        self.field_bases = {}         # id(base pointer) -> field, for aliasing.tag_field_accesses
         self.uses_random = any(s.op == 'random' for s in walk(body))
         # run-time prints and asserts, by their index in the kernel's tables (printing.table)
         self.sites = {s: k for op in ('print', 'assert_fail') for k, s in enumerate(printing.table(body, op))}
@@ -79,6 +86,8 @@ class KernelModule:
             emitter.seed_rng(I64(0xFFFFFFFF))
         emitter.emit_block(self.body)
         emitter.finish()
+        if passes.enabled('field_noalias'):
+            tag_field_accesses(self.module, self.field_bases)
         return str(self.module)
 
     def runtime_function(self, name, ret, params):
@@ -93,7 +102,7 @@ class KernelModule:
         return llir.Function(self.module, TASK_TYPE, name=f'{self.name}_task{self.tasks}')
 
 
-class FunctionEmitter(ChecksEmitter, OrderedLoopsEmitter):
+class FunctionEmitter(ChecksEmitter, OrderedLoopsEmitter, WideIndexEmitter):
     """Emits IR statements into one LLVM function."""
 
     def __init__(self, km, fn, fields, args, rt_ptr, in_task):
@@ -104,6 +113,7 @@ class FunctionEmitter(ChecksEmitter, OrderedLoopsEmitter):
         self.entry_builder = llir.IRBuilder(self.entry)
         self.b = llir.IRBuilder(fn.append_basic_block('start'))
         self.values = {}
+        self.wide = {}                # index values also computed in 64 bits (widen)
         self.bases = {}
         self.loop_targets = []
         self.rng = None
@@ -205,6 +215,8 @@ class FunctionEmitter(ChecksEmitter, OrderedLoopsEmitter):
             raw = eb.load(eb.bitcast(eb.gep(self.args, [I64(target.pointer_offset)]), I8P.as_pointer()))
         base = eb.bitcast(raw, llvm_type(target.dtype).as_pointer())
         self.bases[target] = base
+        if isinstance(target, Field):
+            self.km.field_bases[id(base)] = target
         return base
 
     def extent(self, target, axis):
@@ -256,6 +268,8 @@ class FunctionEmitter(ChecksEmitter, OrderedLoopsEmitter):
                 result = LOWER[stmt.op](self.b, args, in_dtype, stmt.dtype)
                 if self.km.debug:
                     self.debug_check_op(stmt, args, result)
+                if self.wide and stmt.op in WIDE_OPS:
+                    self.widen(stmt)
             if result is not None:
                 self.values[stmt] = result
 
@@ -409,6 +423,8 @@ class FunctionEmitter(ChecksEmitter, OrderedLoopsEmitter):
         b.cbranch(b.icmp_signed('<', i, end), body_bb, exit_bb)
         b.position_at_end(body_bb)
         self.values[s.attrs['index']] = i if i.type == I32 else b.trunc(i, I32)
+        if i.type == I64 and self.km.wide_indices and self.km.ranges.interval(s.attrs['index'])[0] >= 0:
+            self.wide[s.attrs['index']] = i
         if seed_rng:
             self.seed_rng(b.sext(self.values[s.attrs['index']], I64))
         self.loop_targets.append((latch, exit_bb))
@@ -447,7 +463,10 @@ class FunctionEmitter(ChecksEmitter, OrderedLoopsEmitter):
         calls the task with all of it (ordering.py, codegen_ordered.py)."""
         b = self.b
         plan = self.km.plans.get(s, ordering.FREE)
-        captured, shared = captured_values(s), shared_locals(s)
+        shared = shared_locals(s)
+        # constants stay constants in the task: LLVM then knows an inner loop's trip count
+        constants = [c for c in captured_values(s) if c.op == 'const']
+        captured = [c for c in captured_values(s) if c.op != 'const']
         task = self.km.new_task()
         head = [self.fields, self.args, self.rt]
         begin, end = (b.sext(self.values[a], I64) for a in s.args)
@@ -464,7 +483,8 @@ class FunctionEmitter(ChecksEmitter, OrderedLoopsEmitter):
         store = self._launch(s, plan, task, b.bitcast(closure, I8P), begin, end, chunks)
         if self.km.check_bounds:          # a chunk stopped at an index out of range: so does the launch
             self.stop_if_failed()
-        self._emit_task(s, task, closure_ty, len(head), captured, shared, store)
+        self._emit_task(s, task, closure_ty, len(head), captured, shared, store,
+                        {c: self.values[c] for c in constants})
 
     def _launch(self, s, plan, task, closure, begin, end, chunks):
         """Call the task as `plan` says; returns a buffered loop's BufferStore."""
@@ -487,9 +507,10 @@ class FunctionEmitter(ChecksEmitter, OrderedLoopsEmitter):
             b.call(self.km.parallel_for, [task, closure, begin, end, I64(1), site])
         return None
 
-    def _emit_task(self, s, task, closure_ty, n_head, captured, shared, store):
+    def _emit_task(self, s, task, closure_ty, n_head, captured, shared, store, constants):
         """The task's body: unpack the closure, run its range of iterations (or chunks)."""
         inner = FunctionEmitter(self.km, task, None, None, None, in_task=True)
+        inner.values.update(constants)
         inner.phase, inner.iteration = self.km.tasks, s.attrs['index']
         closure_arg, lo, hi = task.args
         eb = inner.entry_builder
@@ -567,4 +588,21 @@ def values_that_only_feed_select_arms(body):
 
 def generate(name, body, ret_offset=None, debug=False, program=None, shadow=(), check_bounds=True):
     km = KernelModule(name, body, ret_offset, debug, program, shadow, check_bounds)
-    return km.generate(), km.main_symbol
+    text = km.generate()
+    if program is not None and program.config.fast_math and not debug:
+        text = with_fast_math(text)
+    return text, km.main_symbol
+
+
+# ti.init(fast_math=True): every float instruction and math intrinsic may be reassociated,
+# contracted, use reciprocals and approximations, and ignore the sign of zero; NaN and Inf
+# keep their meaning (no nnan/ninf: NaN guards and isnan checks must still see them)
+FAST_MATH = 'reassoc nsz arcp contract afn'
+_FLOAT_OP = re.compile(r'= (fadd|fsub|fmul|fdiv|frem|fneg) ')
+_FLOAT_CALL = re.compile(r'= call (float|double|<\d+ x (?:float|double)>) @"?llvm\.')
+
+
+def with_fast_math(text):
+    text = _FLOAT_OP.sub(lambda m: f'= {m.group(1)} {FAST_MATH} ', text)
+    return _FLOAT_CALL.sub(lambda m: f'= call {FAST_MATH} {m.group(1)} @"llvm.' if '"' in m.group(0)
+                           else f'= call {FAST_MATH} {m.group(1)} @llvm.', text)

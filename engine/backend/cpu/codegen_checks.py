@@ -232,13 +232,6 @@ class ChecksEmitter:
         self.record(s, rt.ERROR_ASSERT, words=[self.word_of(v) for v in s.args], ident=self.km.sites[s])
         self.b.branch(self.abort_block())
 
-    def as_i64(self, value):
-        """An integer index widened to 64 bits by its own signedness."""
-        v = self.values[value]
-        if v.type == I64:
-            return v
-        return self.b.sext(v, I64) if value.dtype.signed else self.b.zext(v, I64)
-
     def bounds_check(self, stmt, target, indices, extents, axes):
         """One unsigned compare per unproven axis (a negative index is a huge unsigned one).
         An index out of range records the error and stops this function before the access:
