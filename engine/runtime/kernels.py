@@ -43,6 +43,10 @@ class Kernel:
         self._source = None
         self._cache = {}
         self._generation = -1
+        # the one build of a kernel without template, ndarray or builder parameters: a call
+        # outside tapes, forward mode, captures and watches launches it directly (__call__)
+        self._plain = None
+        self._plain_kind = not (self.keyed or self.builder_positions)
         self.grad = AdjointKernel(self)
         self.no_grad = False
 
@@ -73,6 +77,18 @@ class Kernel:
 
     # --- launch ----------------------------------------------------------------
     def __call__(self, *args, **kwargs):
+        plain = self._plain
+        if (plain is not None and not kwargs and len(args) == len(self.specs) and plain.program is ctx.program
+                and ctx.tape is None and ctx.forward is None and ctx.capture is None and ctx.watch is None):
+            try:
+                return plain.launch(args)
+            except USER_ERRORS as exc:
+                user_frames_only(exc)
+                raise
+        return self._launch(args, kwargs)
+
+    def _launch(self, args, kwargs):
+        """A launch in full: arguments bound, arrays adopted, tapes, forward mode, captures."""
         try:
             if kwargs or len(args) != len(self.specs):     # keywords, defaults, or an error
                 args = self._bind(args, kwargs)
@@ -125,6 +141,8 @@ class Kernel:
         if compiled is None:
             self._check_args(args)
             compiled = self._cache[key] = pipeline.compile_kernel(self, args, prog)
+            if self._plain_kind:
+                self._plain = compiled
         return compiled
 
     def _bind(self, args, kwargs):

@@ -6,8 +6,6 @@ is outlined into a task function `(closure, begin, end)` handed to the native
 thread pool (`engine_parallel_for`). Values the loop body uses from outside
 travel in the closure by value.
 """
-import re
-
 from llvmlite import ir as llir
 
 from ..llvm_ops import LOWER, llvm_type
@@ -18,6 +16,7 @@ from ...core import passes, program as rt
 from ..bounds import IndexRanges, grouped_checks, unproven_axes
 from . import ordering
 from .aliasing import tag_field_accesses
+from .fast_math import with_fast_math
 from .codegen_checks import I8P, I32, I64, ChecksEmitter
 from .wide_indices import WIDE_OPS, WideIndexEmitter
 from .codegen_ordered import BufferStore, OrderedLoopsEmitter
@@ -592,17 +591,3 @@ def generate(name, body, ret_offset=None, debug=False, program=None, shadow=(), 
     if program is not None and program.config.fast_math and not debug:
         text = with_fast_math(text)
     return text, km.main_symbol
-
-
-# ti.init(fast_math=True): every float instruction and math intrinsic may be reassociated,
-# contracted, use reciprocals and approximations, and ignore the sign of zero; NaN and Inf
-# keep their meaning (no nnan/ninf: NaN guards and isnan checks must still see them)
-FAST_MATH = 'reassoc nsz arcp contract afn'
-_FLOAT_OP = re.compile(r'= (fadd|fsub|fmul|fdiv|frem|fneg) ')
-_FLOAT_CALL = re.compile(r'= call (float|double|<\d+ x (?:float|double)>) @"?llvm\.')
-
-
-def with_fast_math(text):
-    text = _FLOAT_OP.sub(lambda m: f'= {m.group(1)} {FAST_MATH} ', text)
-    return _FLOAT_CALL.sub(lambda m: f'= call {FAST_MATH} {m.group(1)} @"llvm.' if '"' in m.group(0)
-                           else f'= call {FAST_MATH} {m.group(1)} @llvm.', text)
