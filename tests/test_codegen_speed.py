@@ -208,3 +208,58 @@ def test_fast_math_is_part_of_the_cache_key(tmp_path):
         results.append(x.to_numpy())
     np.testing.assert_array_equal(results[0], results[2])
     np.testing.assert_allclose(results[0], results[1], rtol=1e-6)
+
+
+def test_a_vectorized_loop_gives_the_same_bits_on_one_and_two_threads(llvm_ir):
+    """The vector body and the scalar iterations around it compute each element alike
+    (math functions are called per lane, division and sqrt are exact), so where a
+    thread's chunk begins does not change a bit."""
+    results = []
+    for threads in (1, 2, 1):
+        ti.init(arch=ti.cpu, offline_cache=False, cpu_max_num_threads=threads)
+        a = ti.field(ti.f32, shape=(37, 29))
+        out = ti.field(ti.f32, shape=(37, 29))
+
+        @ti.kernel
+        def mix():
+            for i, j in a:
+                s = a[i, j]
+                out[i, j] = ti.exp(-s * s) / (1.0 + ti.sqrt(ti.abs(s))) + ti.sin(s) * ti.log(2.0 + s * s)
+        a.from_numpy(np.random.default_rng(3).standard_normal((37, 29)).astype(np.float32))
+        for _ in range(50):      # long enough for the pool to split the loop
+            mix()
+        assert VECTOR.search(llvm_ir['mix'])
+        results.append(out.to_numpy())
+    np.testing.assert_array_equal(results[0], results[1])
+    np.testing.assert_array_equal(results[0], results[2])
+
+
+def test_an_atomic_into_the_iterations_own_element_is_a_plain_add(llvm_ir, monkeypatch):
+    """`force[i] += f` in an inner loop: no other iteration touches force[i], so no atomic
+    instruction (ordering.Plan.plain), and LLVM keeps the sum in a register. Another
+    iteration's element (`force[(i + 1) % n]`) is added through the chunks' buffers."""
+    monkeypatch.setenv('ENGINE_CHUNK_MIN', '16')
+    for shared in (False, True):
+        _init()
+        n = 200
+        pos = ti.field(ti.f32, shape=n)
+        force = ti.field(ti.f32, shape=n)
+
+        @ti.kernel
+        def pull():
+            for i in pos:
+                for j in range(n):
+                    d = pos[j] - pos[i]
+                    if ti.static(shared):
+                        force[(i + 1) % n] += d / (d * d + 0.01)
+                    else:
+                        force[i] += d / (d * d + 0.01)
+        p = np.random.default_rng(4).random(n).astype(np.float32)
+        pos.from_numpy(p)
+        pull()
+        if not shared:
+            assert not re.search(r'atomicrmw|cmpxchg', llvm_ir['pull'].split('_task1(')[1])
+        d = p[None, :] - p[:, None]
+        expected = (d / (d * d + np.float32(0.01))).sum(1, dtype=np.float64)
+        got = force.to_numpy()
+        np.testing.assert_allclose(np.roll(got, -1) if shared else got, expected, rtol=1e-4, atol=1e-3)

@@ -125,6 +125,7 @@ class FunctionEmitter(ChecksEmitter, OrderedLoopsEmitter, WideIndexEmitter):
         self.near_mode = None         # emit_body_twice: how the copy being emitted adds `near`
         self.buffers = {}             # a buffered loop's task: field -> its chunk's (buf, flags, list, len)
         self.direct = None            # ... and whether the loop is one chunk (plain read-modify-writes)
+        self.plain = frozenset()      # in a task: atomics its loop's plan lowers without atomics (ordering.Plan)
 
     def finish(self):
         if not self.b.block.is_terminated:
@@ -268,7 +269,7 @@ class FunctionEmitter(ChecksEmitter, OrderedLoopsEmitter, WideIndexEmitter):
                 if self.km.debug:
                     self.debug_check_op(stmt, args, result)
                 if self.wide and stmt.op in WIDE_OPS:
-                    self.widen(stmt)
+                    result = self.widen(stmt, result)
             if result is not None:
                 self.values[stmt] = result
 
@@ -320,7 +321,7 @@ class FunctionEmitter(ChecksEmitter, OrderedLoopsEmitter, WideIndexEmitter):
         if s.attrs.get('activates_cell'):
             return self._activate(s)
         ptr, value, kind = self.address(s), self.values[s.args[-1]], s.attrs['kind']
-        if s.attrs.get('exclusive'):      # no other iteration touches this element
+        if s.attrs.get('exclusive') or s in self.plain:      # no other iteration touches this element
             return self._serial_rmw(ptr, value, kind, s.dtype)
         if s.attrs.get('near') and self.near_mode == 'plain':     # emit_body_twice
             return self._serial_rmw(ptr, value, kind, s.dtype)
@@ -511,6 +512,7 @@ class FunctionEmitter(ChecksEmitter, OrderedLoopsEmitter, WideIndexEmitter):
         inner = FunctionEmitter(self.km, task, None, None, None, in_task=True)
         inner.values.update(constants)
         inner.phase, inner.iteration = self.km.tasks, s.attrs['index']
+        inner.plain = self.km.plans.get(s, ordering.FREE).plain
         closure_arg, lo, hi = task.args
         eb = inner.entry_builder
         typed = eb.bitcast(closure_arg, closure_ty.as_pointer())

@@ -11,8 +11,10 @@ touches combine; `ti.atomic_sub` adds the negated value), and after the loop the
 thread adds the chunks' buffers into the fields in chunk order. A loop of one chunk runs
 on one thread with plain read-modify-writes. Either way the bits depend on n alone.
 
-Order-free, kept as they are: atomics into elements one iteration owns (the same
-loop-index coordinates at the same axes for every atomic into the field), integer
+Order-free: atomics into elements one iteration owns (the same loop-index coordinates at
+the same axes for every atomic into the field; no other iteration reads or stores them
+either, or the loop would run serially), which codegen lowers to plain read-modify-writes
+(`Plan.plain`: `force[i] += f` in an inner loop then stays in a register), integer
 atomics whose result is not used (integer addition, and min/max, commute exactly),
 adjoint adds marked `exclusive`.
 Run *serially* (in order, on the calling thread): a loop with an atomic whose result it
@@ -39,8 +41,9 @@ class Plan:
     'buffered', `targets` maps each buffered field to how its buffer combines ('add',
     'min' or 'max')."""
 
-    def __init__(self, kind, targets=None, reason=None):
+    def __init__(self, kind, targets=None, reason=None, plain=frozenset()):
         self.kind, self.targets, self.reason = kind, targets or {}, reason
+        self.plain = plain        # atomics into elements their iteration owns: no atomic instruction
 
 
 FREE = Plan('free')
@@ -76,7 +79,7 @@ def _plan(loop, accesses, used, assigned):
 
     def apart(a, b):        # never the same element, in any two iterations (`x[t, j]`, `x[t + 1, i]`)
         return rules.different_elements(a, b, assigned, same_pass=False)
-    targets = {}
+    targets, plain = {}, set()
     for target, group in by_target.items():
         writes = [a for a in group if a.kind != rules.READ]
         reads = [a for a in group if a.kind == rules.READ]
@@ -85,6 +88,8 @@ def _plan(loop, accesses, used, assigned):
         if not owned([a for a in writes if a.stmt.op == 'global_store']):
             return Plan('serial', reason=f'{target.name} is stored where other iterations may store')
         atomics = [a for a in group if a.stmt.op == 'atomic' and not a.stmt.attrs.get('exclusive')]
+        if atomics and owned(atomics) and not any(a.stmt.attrs.get('activates_cell') for a in atomics):
+            plain.update(a.stmt for a in atomics)
         if not atomics or not target.dtype.is_float or owned(atomics):
             continue
         combines = {BUFFERED_KINDS.get(a.stmt.attrs['kind']) for a in atomics}
@@ -92,7 +97,9 @@ def _plan(loop, accesses, used, assigned):
         if not isinstance(target, Field) or None in combines or len(combines) > 1 or others:
             return Plan('serial', reason=f'order-dependent atomics into {target.name} that buffers cannot take')
         targets[target] = combines.pop()
-    return Plan('buffered', targets) if targets else FREE
+    if targets:
+        return Plan('buffered', targets, plain=frozenset(plain))
+    return Plan('free', plain=frozenset(plain)) if plain else FREE
 
 
 class Ownership:

@@ -21,9 +21,11 @@ WIDE_OPS = {'floordiv': 'udiv', 'mod': 'urem', 'add': 'add', 'sub': 'sub', 'mul'
 class WideIndexEmitter:
     """Mixed into codegen.FunctionEmitter: `self.wide` maps IR values to their i64 form."""
 
-    def widen(self, stmt):
+    def widen(self, stmt, narrow):
         """Also compute `stmt` in 64 bits where its operands have 64-bit forms (or are
-        non-negative constants) and its interval proves it non-negative and unwrapped."""
+        non-negative constants) and its interval proves it non-negative and unwrapped.
+        Returns its 32-bit value: for // and %, the truncated unsigned result, which LLVM
+        computes without the sign corrections of floor division (`narrow` is then dead)."""
         ranges, wide = self.km.ranges, []
         for a in stmt.args:
             if a in self.wide:
@@ -31,13 +33,16 @@ class WideIndexEmitter:
             elif a.op == 'const' and isinstance(a.attrs['value'], int) and a.attrs['value'] >= 0:
                 wide.append(I64(a.attrs['value']))
             else:
-                return
+                return narrow
         low, high = ranges.interval(stmt)
         if low < 0 or (low, high) == type_range(stmt.dtype) or stmt.dtype.bits > 32:
-            return
+            return narrow
         if stmt.op in ('floordiv', 'mod') and (stmt.args[1].op != 'const' or stmt.args[1].attrs['value'] <= 0):
-            return
+            return narrow
         self.wide[stmt] = getattr(self.b, WIDE_OPS[stmt.op])(*wide)
+        if stmt.op in ('floordiv', 'mod') and narrow.type != I64:
+            return self.b.trunc(self.wide[stmt], narrow.type)
+        return narrow
 
     def as_i64(self, value):
         """An integer index widened to 64 bits by its own signedness."""
