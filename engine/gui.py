@@ -1,7 +1,8 @@
-"""`ti.GUI`: Taichi's 2-D canvas, drawn off screen with Pillow. Programs draw circles,
-lines, triangles, rectangles, text and images in Taichi's coordinates (x right, y up, both
-in [0, 1]) and `show(filename)` writes the frame as an image file; without a file, `show`
-only starts the next frame. No window is ever opened, so a program runs the same with or
+"""`ti.GUI`: Taichi's 2-D canvas, drawn off screen (engine/gui_draw.py rasterizes whole
+arrays of shapes with numpy). Programs draw circles, lines, triangles, rectangles, arrows,
+text and images in Taichi's coordinates (x right, y up, both in [0, 1]) and
+`show(filename)` writes the frame as an image file; without a file, `show` only starts the
+next frame. No window is ever opened, so a program runs the same with or
 without a display: there are no events, and `gui.running` stays True until the program sets
 it False, or, under `python -m engine run --frames N [--video PATH]`, after the N-th shown
 frame (the frames go to the video; engine/taichi_shim.py sets that up).
@@ -15,8 +16,9 @@ import tempfile
 import warnings
 
 import numpy as np
-from PIL import Image, ImageDraw, ImageFont
+from PIL import Image, ImageFont
 
+from . import gui_draw
 from .unsupported import unknown_name
 
 CURSOR = (0.5, 0.5)          # where the cursor is off screen: the canvas's centre
@@ -37,11 +39,6 @@ def hex_to_rgb(color):
     """0xRRGGBB -> (r, g, b) in [0, 1]."""
     color = int(color)
     return ((color >> 16) & 0xFF) / 255, ((color >> 8) & 0xFF) / 255, (color & 0xFF) / 255
-
-
-def _rgb(color):
-    color = int(color)
-    return (color >> 16) & 0xFF, (color >> 8) & 0xFF, color & 0xFF
 
 
 class _Widget:
@@ -79,7 +76,7 @@ class GUI:
         self.frame = 0
         self.fps_limit = None
         self.event = Event()
-        self._image = None
+        self._canvas = gui_draw.Canvas(self.res)
         self.clear()
         if _recording.frames is None:        # nothing ends an endless loop: say what does
             _warn_once('off screen', OFF_SCREEN)
@@ -103,9 +100,7 @@ class GUI:
 
     # --- frames ---------------------------------------------------------------------------
     def clear(self, color=None):
-        color = self.background_color if color is None else color
-        self._image = Image.new('RGB', self.res, _rgb(color))
-        self._draw = ImageDraw.Draw(self._image)
+        self._canvas.clear(self.background_color if color is None else color)
 
     def show(self, file=None):
         """Write the frame to `file` (its folder is created), then start the next frame. Under
@@ -121,8 +116,8 @@ class GUI:
             folder = os.path.dirname(file)
             if folder:
                 os.makedirs(folder, exist_ok=True)
-            self._image.save(file)
-        _recording.take(self, self._image)
+            Image.fromarray(self._canvas.rows()).save(file)
+        _recording.take(self, self._canvas)
         self.frame += 1
         if self.frame == _recording.frames:
             _recording.finish(self)
@@ -131,77 +126,79 @@ class GUI:
 
     def get_image(self):
         """The frame as Taichi's (width, height, 4) float32 array, indexed [x, y], y up."""
-        rgba = np.asarray(self._image.convert('RGBA'), dtype=np.float32) / 255
-        return np.ascontiguousarray(rgba[::-1].transpose(1, 0, 2))
+        return self._canvas.rgba()
 
     def set_image(self, img):
         """An image of the window's size indexed [x, y] (y up): (w, h) grey, (w, h, 2) RG,
         (w, h, 3) RGB or (w, h, 4) RGBA; floats in [0, 1] or unsigned integers (0 to their
         maximum); a field or ndarray is converted with to_numpy(). As in Taichi, another
-        size or dtype is an error."""
-        rows = _rows_of(_window_image(img, self.res))
-        self._image = Image.fromarray(rows, 'RGB')
-        self._draw = ImageDraw.Draw(self._image)
+        size or dtype is an error. A C-ordered uint8 RGB(A) image is read in place; others
+        are converted a few columns at a time (engine/gui_draw.py, Canvas.image)."""
+        self._canvas.image(_window_image(img, self.res))
 
     # --- shapes (positions in [0, 1], y up; radii and widths in pixels) -----------------------
-    def _pixel(self, pos):
-        w, h = self.res
-        x, y = np.asarray(pos.to_numpy() if hasattr(pos, 'to_numpy') else pos, dtype=np.float64).reshape(-1)[:2]
-        return float(x) * w, (1 - float(y)) * h
+    # Each call draws its whole array at once (engine/gui_draw.py); the single-shape calls
+    # are arrays of one. A color is 0xRRGGBB, one for all or one per shape.
+    @staticmethod
+    def _positions(pos):
+        """Positions (n x 2, or a field of them) in [0, 1], as an (n, 2) float array (float32
+        stays float32: the frame converts a block at a time)."""
+        p = np.asarray(_array(pos))
+        return (p if p.dtype.kind == 'f' else p.astype(np.float64)).reshape(-1, 2)
+
+    @staticmethod
+    def _point(pos):
+        """One position (a tuple, vector or array: its first two values) as an array of one."""
+        return np.asarray(_array(pos), dtype=np.float64).reshape(-1)[:2].reshape(1, 2)
 
     def circle(self, pos, color=0xFFFFFF, radius=1):
-        x, y = self._pixel(pos)
-        r = float(radius)
-        self._draw.ellipse((x - r, y - r, x + r, y + r), fill=_rgb(color))
+        self.circles(self._point(pos), radius, color)
 
     def circles(self, pos, radius=1, color=0xFFFFFF, palette=None, palette_indices=None):     # Taichi's order
-        pos = np.asarray(pos.to_numpy() if hasattr(pos, 'to_numpy') else pos).reshape(-1, 2)
-        if palette is not None:
-            indices = np.asarray(palette_indices.to_numpy() if hasattr(palette_indices, 'to_numpy')
-                                 else palette_indices).reshape(-1)
-            color = np.asarray(palette)[indices]
-        colors, radii = np.asarray(color), np.asarray(radius, dtype=np.float64)
-        for name, values in (('color', colors), ('radius', radii)):
-            if values.ndim and len(values) != len(pos):
-                raise ValueError(f'GUI.circles: {len(pos)} circles but {len(values)} values of {name}')
-        colors, radii = np.broadcast_to(colors, (len(pos),)), np.broadcast_to(radii, (len(pos),))
-        for p, c, r in zip(pos, colors, radii):
-            self.circle(p, c, r)
+        """Discs at the rows of `pos`; radius and color one for all or one per circle, or the
+        colors palette[palette_indices]."""
+        pos = self._positions(pos)
+        indices = None if palette is None else np.asarray(_array(palette_indices)).reshape(-1)
+        color = _array(color) if palette is None else palette
+        self._canvas.discs(pos, gui_draw.radii(_array(radius), len(pos), 'circles'),
+                           gui_draw.colors(color, len(pos), 'circles', indices))
 
     def line(self, begin, end, radius=1, color=0xFFFFFF):
-        self._draw.line([self._pixel(begin), self._pixel(end)], fill=_rgb(color), width=max(1, round(2 * radius)))
+        self.lines(self._point(begin), self._point(end), radius, color)
 
     def lines(self, begin, end, radius=1, color=0xFFFFFF):
-        begin, end = np.asarray(begin).reshape(-1, 2), np.asarray(end).reshape(-1, 2)
-        colors = np.broadcast_to(np.asarray(color), (len(begin),))
-        radii = np.broadcast_to(np.asarray(radius, dtype=np.float64), (len(begin),))
-        for a, b, c, r in zip(begin, end, colors, radii):
-            self.line(a, b, r, c)
+        """Lines from the rows of `begin` to those of `end`, `radius` pixels either side
+        (round ends); radius and color one for all or one per line."""
+        begin, end = self._positions(begin), self._positions(end)
+        n = _same_count('lines', begin, end)
+        self._canvas.segments(begin, end, gui_draw.radii(_array(radius), n, 'lines'),
+                              gui_draw.colors(_array(color), n, 'lines'))
 
     def arrow(self, orig, direction, radius=1, color=0xFFFFFF):
         """A line from `orig` to `orig + direction` with a head of two strokes at the tip."""
-        (x0, y0), (dx, dy) = (np.asarray(_array(v), dtype=np.float64).reshape(2) for v in (orig, direction))
-        w, h = self.res
-        tip = np.array([(x0 + dx) * w, (1 - y0 - dy) * h])
-        back = -np.array([dx * w, -dy * h])                  # in pixels, from the tip backwards
-        length = np.hypot(*back)
-        if length == 0:                                      # no direction: nothing to point
-            return
-        self.line((x0, y0), (x0 + dx, y0 + dy), radius, color)
-        back *= min(0.3 * length, 4 + 3 * float(radius)) / length
-        for angle in (0.5, -0.5):                            # strokes 0.5 rad off the shaft
-            c, s_ = np.cos(angle), np.sin(angle)
-            end = tip + (c * back[0] - s_ * back[1], s_ * back[0] + c * back[1])
-            self._draw.line([tuple(tip), tuple(end)], fill=_rgb(color), width=max(1, round(2 * radius)))
+        self.arrows(self._point(orig), self._point(direction), radius, color)
 
     def arrows(self, orig, direction, radius=1, color=0xFFFFFF):
         """Arrows from the rows of `orig` (N x 2) along the rows of `direction`; radius and
-        color per arrow or one for all."""
-        orig, direction = (np.asarray(_array(v), dtype=np.float64).reshape(-1, 2) for v in (orig, direction))
-        colors = np.broadcast_to(np.asarray(color), (len(orig),))
-        radii = np.broadcast_to(np.asarray(radius, dtype=np.float64), (len(orig),))
-        for o, d, c, r in zip(orig, direction, colors, radii):
-            self.arrow(o, d, r, c)
+        color per arrow or one for all. The head's strokes leave the tip 0.5 rad off the
+        shaft, min(0.3 x length, 4 + 3 x radius) pixels long; an arrow of no length is not drawn."""
+        size = np.array(self.res, dtype=np.float64)
+        orig, direction = self._positions(orig) * size, self._positions(direction) * size     # in pixels
+        n = _same_count('arrows', orig, direction)
+        radius, color = gui_draw.radii(_array(radius), n, 'arrows'), gui_draw.colors(_array(color), n, 'arrows')
+        length = np.hypot(direction[:, 0], direction[:, 1])
+        keep = length > 0                                    # no direction: nothing to point
+        if not keep.all():
+            orig, direction, length = orig[keep], direction[keep], length[keep]
+            radius, color = (v if np.ndim(v) == 0 else v[keep] for v in (radius, color))
+        tip = orig + direction
+        back = -direction * (np.minimum(0.3 * length, 4 + 3 * np.asarray(radius)) / length)[:, None]
+        c, s = np.cos(0.5), np.sin(0.5)
+        heads = [tip + back @ np.array([[c, s], [-s, c]]), tip + back @ np.array([[c, -s], [s, c]])]   # ±0.5 rad
+        begin = np.stack([orig, tip, tip], axis=1).reshape(-1, 2) / size      # shaft, then the head's strokes
+        end = np.stack([tip, *heads], axis=1).reshape(-1, 2) / size
+        radius, color = (v if np.ndim(v) == 0 else np.repeat(v, 3) for v in (radius, color))
+        self._canvas.segments(begin, end, radius, color)
 
     def arrow_field(self, direction, radius=1, color=0xFFFFFF, bound=0.5):
         """An arrow per cell of a (w, h, 2) array, from a grid spread over the canvas."""
@@ -238,25 +235,28 @@ class GUI:
         self.arrows(orig, v[xs, ys].reshape(-1, 2) * scale, 1, color)
 
     def triangle(self, a, b, c, color=0xFFFFFF):
-        self._draw.polygon([self._pixel(a), self._pixel(b), self._pixel(c)], fill=_rgb(color))
+        self.triangles(self._point(a), self._point(b), self._point(c), color)
 
     def triangles(self, a, b, c, color=0xFFFFFF):
-        a, b, c = (np.asarray(v).reshape(-1, 2) for v in (a, b, c))
-        colors = np.broadcast_to(np.asarray(color), (len(a),))
-        for p, q, r, col in zip(a, b, c, colors):
-            self.triangle(p, q, r, col)
+        """Filled triangles with corners the rows of a, b and c; color one or one per triangle."""
+        a, b, c = (self._positions(v) for v in (a, b, c))
+        n = _same_count('triangles', a, b, c)
+        self._canvas.triangles(a, b, c, gui_draw.colors(_array(color), n, 'triangles'))
 
     def rect(self, topleft, bottomright, radius=1, color=0xFFFFFF):
-        (x0, y0), (x1, y1) = self._pixel(topleft), self._pixel(bottomright)
-        box = (min(x0, x1), min(y0, y1), max(x0, x1), max(y0, y1))
-        self._draw.rectangle(box, outline=_rgb(color), width=max(1, round(radius)))
+        """A rectangle's outline: its four sides as lines of `radius`, as Taichi draws it."""
+        (x0, y0), (x1, y1) = self._point(topleft)[0], self._point(bottomright)[0]
+        corners = np.array([[x0, y0], [x1, y0], [x1, y1], [x0, y1]])
+        self.lines(corners, np.roll(corners, -1, axis=0), radius, color)
 
     def text(self, content, pos, font_size=15, color=0xFFFFFF):
+        """Text whose top left corner is at `pos`."""
         try:
             font = ImageFont.load_default(size=int(font_size))
         except TypeError:                         # Pillow < 10.1 has one size
             font = ImageFont.load_default()
-        self._draw.text(self._pixel(pos), str(content), fill=_rgb(color), font=font)
+        x, y = self._point(pos)[0]
+        self._canvas.text(str(content), x * self.res[0], (1 - y) * self.res[1], font, color)
 
     # --- input: none off screen ------------------------------------------------------------
     def get_event(self, *filters):
@@ -306,7 +306,7 @@ class _Recording:
         self.frames, self.video, self.fps = frames, video, fps
         self.gui, self.writer, self.written, self.done = None, None, 0, False
 
-    def take(self, gui, image):
+    def take(self, gui, canvas):
         if self.video is None or self.done:
             return
         if self.gui is None:
@@ -314,7 +314,7 @@ class _Recording:
         if gui is self.gui:
             if self.writer is None:
                 self.writer = _open_video(self.video, self.fps)
-            self.writer.append_data(np.asarray(image))
+            self.writer.append_data(canvas.rows())
             self.written += 1
 
     def finish(self, gui=None):
@@ -395,28 +395,29 @@ def _grid(shape, bound):
 
 
 def _window_image(img, res):
-    """What set_image accepts, as Taichi's GUI does, as floats with at least 3 channels."""
+    """What set_image accepts, as Taichi's GUI does, checked: the numpy array (w, h, channels),
+    not copied."""
     if hasattr(img, 'to_numpy'):
         img = img.to_numpy()
     if not isinstance(img, np.ndarray):
         raise ValueError(f'GUI.set_image takes a field, an ndarray or a numpy array, not {type(img).__name__}')
-    if img.dtype.kind == 'u':
-        img = img.astype(np.float64) / np.iinfo(img.dtype).max
-    elif img.dtype.kind != 'f':
+    if img.dtype.kind not in 'uf':
         raise ValueError(f'GUI.set_image: data type {img.dtype} is not supported (floats in [0, 1] or '
                          f'unsigned integers, as in Taichi)')
-    if img.ndim == 2:
-        img = img[:, :, None]
-    if img.ndim != 3 or img.shape[2] not in (1, 2, 3, 4):
+    if img.ndim not in (2, 3) or (img.ndim == 3 and img.shape[2] not in (1, 2, 3, 4)):
         raise ValueError(f'GUI.set_image: an image is (w, h) or (w, h, 1 to 4 channels), got shape {img.shape}')
     if tuple(img.shape[:2]) != tuple(res):
         raise ValueError(f'GUI.set_image: the image is {img.shape[0]} x {img.shape[1]}, the window '
                          f'{res[0]} x {res[1]} (Taichi asserts they match)')
-    if img.shape[2] == 1:
-        return np.repeat(img, 3, axis=2)
-    if img.shape[2] == 2:           # red and green, no blue
-        return np.concatenate([img, np.zeros_like(img[:, :, :1])], axis=2)
-    return img
+    return img[:, :, None] if img.ndim == 2 else img
+
+
+def _same_count(what, *coordinates):
+    """The number of shapes, which every array of positions must give."""
+    counts = {len(c) for c in coordinates}
+    if len(counts) > 1:
+        raise ValueError(f'GUI.{what}: the arrays of positions have {" and ".join(map(str, sorted(counts)))} rows')
+    return counts.pop()
 
 
 def _rows_of(img, channels=3):
