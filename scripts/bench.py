@@ -5,7 +5,13 @@ backward + update) with 1 and with 2 threads, and peak resident memory; and Diff
 smoke configuration (110^2 grid, 100 steps, 6 Jacobi sweeps, pressure indexed by
 `t * 6 + k`) with the rules checked and unchecked.
 
+And compute-bound programs (scripts/compute_programs.py: vortex, fractal, rasterizer,
+stencil, mpm88, mpm99, nbody), each in a fresh process, seconds per step under the engine
+and, where a Taichi interpreter is found, the same source under Taichi: ours / Taichi's
+time, and how far their fields differ after the first step.
+
 Usage: python scripts/bench.py [--json bench.json] [--sims a,b | --sims none] [--quick]
+       [--only programs] [--programs a,b] [--threads N] [--taichi-python PATH | --no-taichi]
 Prints a table and writes the numbers as JSON. Timings are medians of repeats. Each
 simulator runs in fresh processes (cold cache, warm cache at 2 threads, warm at 1 thread,
 warm with the global data access rules unchecked: what the rule checker costs; warm without
@@ -27,6 +33,7 @@ import numpy as np  # noqa: E402
 
 import engine as ti  # noqa: E402
 from engine.runtime import pipeline  # noqa: E402
+import compute_programs  # noqa: E402  (a sibling: bench.py runs as a script from scripts/)
 
 _ENGINE_IMPORT_S = time.perf_counter() - _STARTED
 
@@ -340,19 +347,140 @@ def bench_difftaichi_smoke():
             'difftaichi_smoke_same_losses': checked['losses'] == unchecked['losses']}
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__)
+def find_taichi(path=None):
+    """(interpreter, reason): the Python to run Taichi with (--taichi-python, else
+    $BENCH_TAICHI_PYTHON, else this one if it imports taichi), or None and why not. Taichi
+    runs in its own processes: its LLVM and llvmlite's are not loaded into one."""
+    path = path or os.environ.get('BENCH_TAICHI_PYTHON') or sys.executable
+    try:
+        found = subprocess.run([path, '-c', 'import taichi'], capture_output=True, timeout=120).returncode == 0
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return None, f'{path}: {exc}'
+    return (path, None) if found else (None, f'{path} cannot import taichi')
+
+
+def run_program(python, name, engine, dump, threads, rounds=1, fast_math=True):
+    """The fastest of `rounds` runs of a worker of scripts/compute_programs.py, each in a
+    fresh process (other work on a shared machine only ever slows a run down): (its JSON,
+    None), or (None, the error's last line)."""
+    command = [python, compute_programs.__file__, name, '--engine', engine, '--threads', str(threads),
+               '--dump', dump] + ([] if fast_math else ['--no-fast-math'])
+    runs = []
+    for _ in range(max(1, rounds)):
+        done = subprocess.run(command, capture_output=True, text=True)
+        if done.returncode:
+            lines = (done.stderr or done.stdout).strip().splitlines() or [f'exit status {done.returncode}']
+            return None, lines[-1]
+        runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    return {**min(runs, key=lambda run: run['step_s']), 'first_s': min(run['first_s'] for run in runs)}, None
+
+
+def _versus_taichi(results, name, ours, taichi_python, folder, fast_math=True, **options):
+    """Taichi's run of one program next to ours: its times, the ratio, the difference."""
+    suffix = '' if fast_math else '_nofastmath'
+    dump = os.path.join(folder, f'{name}_taichi{suffix}.npz')
+    theirs, error = run_program(taichi_python, name, 'taichi', dump, fast_math=fast_math, **options)
+    if error:
+        results[f'program_{name}_taichi{suffix}_error'] = error
+        return
+    results['program_taichi_version'] = theirs['version']
+    results[f'program_{name}_taichi{suffix}_s'] = theirs['step_s']
+    if fast_math:
+        results[f'program_{name}_taichi_first_s'] = theirs['first_s']
+    if ours:
+        results[f'program_{name}_ratio{suffix}'] = ours['step_s'] / theirs['step_s']
+        with np.load(os.path.join(folder, f'{name}_engine.npz')) as a, np.load(dump) as b:
+            worst, share = compute_programs.compare(dict(a), dict(b))
+        results[f'program_{name}_max_rel_diff{suffix}'] = worst
+        results[f'program_{name}_differing_share{suffix}'] = share
+
+
+def bench_programs(names, taichi_python, exact=('vortex',), threads=2, rounds=1):
+    """Seconds per step of each program under the engine (and Taichi: default fast_math, and
+    for the programs in `exact` also fast_math=False), the fastest of `rounds` fresh
+    processes each, on `threads` threads."""
+    results = {'program_threads': threads}
+    options = dict(threads=threads, rounds=rounds)
+    with tempfile.TemporaryDirectory() as folder:
+        for name in names:
+            ours, error = run_program(sys.executable, name, 'engine', os.path.join(folder, f'{name}_engine.npz'),
+                                      **options)
+            if error:
+                results[f'program_{name}_error'] = error
+            else:
+                results[f'program_{name}_s'] = ours['step_s']
+                results[f'program_{name}_first_s'] = ours['first_s']
+            if taichi_python:
+                _versus_taichi(results, name, ours, taichi_python, folder, **options)
+                if name in exact:
+                    _versus_taichi(results, name, ours, taichi_python, folder, fast_math=False, **options)
+    return results
+
+
+def print_programs(results, names, taichi_reason):
+    """A row per program: ours and Taichi's seconds per step, the ratio, the largest difference."""
+    print(f'compute-bound programs, {results["program_threads"]} threads (both engines), seconds per step '
+          f'(median; with --rounds, the fastest median); ratio: engine / Taichi; max rel diff: of the fields '
+          f'after the first step')
+    if taichi_reason:
+        print(f'Taichi not available ({taichi_reason}): its columns are empty')
+    else:
+        print(f'Taichi {results.get("program_taichi_version", "?")}: its default fast_math=True, and fast_math=False '
+              f'in the rows marked (no fm); the engine ignores fast_math (its float math is IEEE)')
+    print(f'{"program":<18} {"engine":>10} {"taichi":>10} {"ratio":>7} {"max rel diff":>12}  note')
+
+    def cell(key, spec):
+        value = results.get(key)
+        return format(value, spec) if isinstance(value, float) else ''
+    for name in names:
+        for suffix in ([''] + (['_nofastmath'] if f'program_{name}_taichi_nofastmath_s' in results else [])):
+            key = f'program_{name}_'
+            note = results.get(key + 'error') or results.get(f'{key}taichi{suffix}_error', '')
+            label = name + (' (no fm)' if suffix else '')
+            print(f'{label:<18} {cell(key + "s", ".4g"):>10} {cell(f"{key}taichi{suffix}_s", ".4g"):>10} '
+                  f'{cell(f"{key}ratio{suffix}", ".2f"):>7} {cell(f"{key}max_rel_diff{suffix}", ".1e"):>12}  {note}')
+
+
+def _parser():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument('--json', default='bench.json')
     parser.add_argument('--sims', default='all', help='comma-separated simulator names, all, or none')
     parser.add_argument('--quick', action='store_true', help='simulators in their --quick configuration')
+    parser.add_argument('--only', choices=['programs'], help='run only this section')
+    parser.add_argument('--programs', default='all', help='comma-separated compute programs, all, or none')
+    parser.add_argument('--threads', type=int, default=None, help='threads of the compute programs, the same '
+                        'in both engines (cpu_max_num_threads; default: all cores); a simulator worker\'s threads')
+    parser.add_argument('--taichi-python', help='a Python that imports taichi (default: $BENCH_TAICHI_PYTHON, '
+                        'else this one if it can)')
+    parser.add_argument('--no-taichi', action='store_true', help='do not time the programs under Taichi')
+    parser.add_argument('--rounds', type=int, default=1, help='runs of each compute program per engine, '
+                        'the fastest kept (a shared machine\'s other work only slows runs down)')
+    parser.add_argument('--taichi-exact', default='vortex', help='programs also timed under Taichi with '
+                        'fast_math=False (comma-separated, or all)')
     parser.add_argument('--worker', help=argparse.SUPPRESS)
-    parser.add_argument('--threads', type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument('--cache', help=argparse.SUPPRESS)
     parser.add_argument('--no-rules', action='store_true', help=argparse.SUPPRESS)
     parser.add_argument('--no-bounds', action='store_true', help=argparse.SUPPRESS)
     parser.add_argument('--any-order', action='store_true', help=argparse.SUPPRESS)
     parser.add_argument('--difftaichi-smoke', action='store_true', help='only the DiffTaichi smoke row')
-    args = parser.parse_args()
+    return parser
+
+
+def programs_section(args):
+    """The compute programs' rows (printed) and figures."""
+    names = list(compute_programs.PROGRAMS) if args.programs == 'all' else \
+        [] if args.programs == 'none' else args.programs.split(',')
+    if not names:
+        return {}
+    taichi_python, reason = (None, '--no-taichi') if args.no_taichi else find_taichi(args.taichi_python)
+    exact = names if args.taichi_exact == 'all' else args.taichi_exact.split(',')
+    results = bench_programs(names, taichi_python, exact, args.threads, args.rounds)
+    print_programs(results, names, reason)
+    return results
+
+
+def main():
+    args = _parser().parse_args()
     if args.worker == 'difftaichi_smoke':
         print(json.dumps(run_difftaichi_smoke(args.cache, rules=not args.no_rules)))
         return
@@ -363,18 +491,21 @@ def main():
     if args.difftaichi_smoke:
         print(json.dumps(bench_difftaichi_smoke(), indent=1))
         return
-    ti.init(offline_cache=False)      # the compile benchmarks compile; simulators use the cache
+    args.threads = args.threads or os.cpu_count()
     results = {}
-    for bench in (bench_launch, bench_adjoint_launch, bench_replay_launch, bench_elementwise,
-                  bench_compile, bench_p2g_adjoint_compile):
-        results.update(bench())
-    import sims
-    chosen = sims.names() if args.sims == 'all' else [] if args.sims == 'none' else args.sims.split(',')
-    for name in chosen:
-        results.update(bench_simulator(name, args.quick))
-    if args.sims == 'all':
-        results.update(bench_difftaichi_smoke())
-    width = max(map(len, results))
+    if args.only != 'programs':
+        ti.init(offline_cache=False)      # the compile benchmarks compile; simulators use the cache
+        for bench in (bench_launch, bench_adjoint_launch, bench_replay_launch, bench_elementwise,
+                      bench_compile, bench_p2g_adjoint_compile):
+            results.update(bench())
+        import sims
+        chosen = sims.names() if args.sims == 'all' else [] if args.sims == 'none' else args.sims.split(',')
+        for name in chosen:
+            results.update(bench_simulator(name, args.quick))
+        if args.sims == 'all':
+            results.update(bench_difftaichi_smoke())
+    results.update(programs_section(args))
+    width = max(map(len, results), default=9)
     print(f'{"benchmark":<{width}}  value')
     for name, value in results.items():
         print(f'{name:<{width}}  {value:.4g}' if isinstance(value, float) else f'{name:<{width}}  {value}')
