@@ -359,12 +359,13 @@ def find_taichi(path=None):
     return (path, None) if found else (None, f'{path} cannot import taichi')
 
 
-def run_program(python, name, engine, dump, threads, rounds=1, fast_math=True):
+def run_program(python, name, engine, dump, threads, rounds=1, fast_math='default'):
     """The fastest of `rounds` runs of a worker of scripts/compute_programs.py, each in a
     fresh process (other work on a shared machine only ever slows a run down): (its JSON,
-    None), or (None, the error's last line)."""
+    None), or (None, the error's last line). fast_math: 'default' (the engine's own: off
+    here, on in Taichi), 'on' or 'off'."""
     command = [python, compute_programs.__file__, name, '--engine', engine, '--threads', str(threads),
-               '--dump', dump] + ([] if fast_math else ['--no-fast-math'])
+               '--dump', dump, '--fast-math', fast_math]
     runs = []
     for _ in range(max(1, rounds)):
         done = subprocess.run(command, capture_output=True, text=True)
@@ -375,70 +376,76 @@ def run_program(python, name, engine, dump, threads, rounds=1, fast_math=True):
     return {**min(runs, key=lambda run: run['step_s']), 'first_s': min(run['first_s'] for run in runs)}, None
 
 
-def _versus_taichi(results, name, ours, taichi_python, folder, fast_math=True, **options):
-    """Taichi's run of one program next to ours: its times, the ratio, the difference."""
-    suffix = '' if fast_math else '_nofastmath'
-    dump = os.path.join(folder, f'{name}_taichi{suffix}.npz')
-    theirs, error = run_program(taichi_python, name, 'taichi', dump, fast_math=fast_math, **options)
+# the rows of a program: (suffix of its figures, the engine's fast_math, Taichi's fast_math).
+# '' compares the two defaults (off here, on in Taichi); the others one setting on both sides
+PROGRAM_ROWS = (('', 'default', 'default'), ('_fastmath', 'on', 'default'), ('_nofastmath', 'default', 'off'))
+
+
+def _program_row(results, name, suffix, engine_fm, taichi_fm, taichi_python, folder, **options):
+    """One row of a program: the engine's time (and Taichi's, the ratio, the difference)."""
+    key = f'program_{name}{suffix}_'
+    mine = os.path.join(folder, f'{name}{"_fastmath" if engine_fm == "on" else ""}_engine.npz')
+    if engine_fm == 'default' and suffix:       # the engine's default is off: the first row's run
+        ours = {'step_s': results[f'program_{name}_s']} if f'program_{name}_s' in results else None
+    else:
+        ours, error = run_program(sys.executable, name, 'engine', mine, fast_math=engine_fm, **options)
+        if error:
+            results[key + 'error'] = error
+        else:
+            results[key + 's'], results[key + 'first_s'] = ours['step_s'], ours['first_s']
+    if not taichi_python:
+        return
+    dump = os.path.join(folder, f'{name}{suffix}_taichi.npz')
+    theirs, error = run_program(taichi_python, name, 'taichi', dump, fast_math=taichi_fm, **options)
     if error:
-        results[f'program_{name}_taichi{suffix}_error'] = error
+        results[key + 'taichi_error'] = error
         return
     results['program_taichi_version'] = theirs['version']
-    results[f'program_{name}_taichi{suffix}_s'] = theirs['step_s']
-    if fast_math:
-        results[f'program_{name}_taichi_first_s'] = theirs['first_s']
+    results[key + 'taichi_s'] = theirs['step_s']
     if ours:
-        results[f'program_{name}_ratio{suffix}'] = ours['step_s'] / theirs['step_s']
-        with np.load(os.path.join(folder, f'{name}_engine.npz')) as a, np.load(dump) as b:
-            worst, share = compute_programs.compare(dict(a), dict(b))
-        results[f'program_{name}_max_rel_diff{suffix}'] = worst
-        results[f'program_{name}_differing_share{suffix}'] = share
+        results[key + 'ratio'] = ours['step_s'] / theirs['step_s']
+        with np.load(mine) as a, np.load(dump) as b:
+            results[key + 'max_rel_diff'], results[key + 'differing_share'] = compute_programs.compare(dict(a), dict(b))
 
 
 def bench_programs(names, taichi_python, exact=('vortex',), threads=2, rounds=1):
-    """Seconds per step of each program under the engine (and Taichi: default fast_math, and
-    for the programs in `exact` also fast_math=False), the fastest of `rounds` fresh
-    processes each, on `threads` threads."""
+    """Seconds per step of each program under the engine and Taichi, each with its default
+    fast_math; for the programs in `exact` also both with fast_math=True and both with
+    fast_math=False. The fastest of `rounds` fresh processes each, on `threads` threads."""
     results = {'program_threads': threads}
-    options = dict(threads=threads, rounds=rounds)
     with tempfile.TemporaryDirectory() as folder:
         for name in names:
-            ours, error = run_program(sys.executable, name, 'engine', os.path.join(folder, f'{name}_engine.npz'),
-                                      **options)
-            if error:
-                results[f'program_{name}_error'] = error
-            else:
-                results[f'program_{name}_s'] = ours['step_s']
-                results[f'program_{name}_first_s'] = ours['first_s']
-            if taichi_python:
-                _versus_taichi(results, name, ours, taichi_python, folder, **options)
-                if name in exact:
-                    _versus_taichi(results, name, ours, taichi_python, folder, fast_math=False, **options)
+            for suffix, engine_fm, taichi_fm in PROGRAM_ROWS if name in exact else PROGRAM_ROWS[:1]:
+                _program_row(results, name, suffix, engine_fm, taichi_fm, taichi_python, folder,
+                             threads=threads, rounds=rounds)
     return results
 
 
 def print_programs(results, names, taichi_reason):
-    """A row per program: ours and Taichi's seconds per step, the ratio, the largest difference."""
+    """A row per program and setting: both engines' seconds per step, the ratio, the largest difference."""
     print(f'compute-bound programs, {results["program_threads"]} threads (both engines), seconds per step '
           f'(median; with --rounds, the fastest median); ratio: engine / Taichi; max rel diff: of the fields '
           f'after the first step')
     if taichi_reason:
         print(f'Taichi not available ({taichi_reason}): its columns are empty')
     else:
-        print(f'Taichi {results.get("program_taichi_version", "?")}: its default fast_math=True, and fast_math=False '
-              f'in the rows marked (no fm); the engine ignores fast_math (its float math is IEEE)')
-    print(f'{"program":<18} {"engine":>10} {"taichi":>10} {"ratio":>7} {"max rel diff":>12}  note')
+        print(f'Taichi {results.get("program_taichi_version", "?")}; fast_math: each engine\'s default (off here, '
+              f'on in Taichi), then (fm on) both on, (fm off) both off')
+    print(f'{"program":<20} {"engine":>10} {"taichi":>10} {"ratio":>7} {"max rel diff":>12}  note')
 
     def cell(key, spec):
         value = results.get(key)
         return format(value, spec) if isinstance(value, float) else ''
+    labels = {'': '', '_fastmath': ' (fm on)', '_nofastmath': ' (fm off)'}
     for name in names:
-        for suffix in ([''] + (['_nofastmath'] if f'program_{name}_taichi_nofastmath_s' in results else [])):
-            key = f'program_{name}_'
-            note = results.get(key + 'error') or results.get(f'{key}taichi{suffix}_error', '')
-            label = name + (' (no fm)' if suffix else '')
-            print(f'{label:<18} {cell(key + "s", ".4g"):>10} {cell(f"{key}taichi{suffix}_s", ".4g"):>10} '
-                  f'{cell(f"{key}ratio{suffix}", ".2f"):>7} {cell(f"{key}max_rel_diff{suffix}", ".1e"):>12}  {note}')
+        for suffix, label in labels.items():
+            key = f'program_{name}{suffix}_'
+            if not any(k.startswith(key) for k in results):
+                continue
+            mine = key + 's' if suffix != '_nofastmath' else f'program_{name}_s'
+            note = results.get(key + 'error') or results.get(key + 'taichi_error', '')
+            print(f'{name + label:<20} {cell(mine, ".4g"):>10} {cell(key + "taichi_s", ".4g"):>10} '
+                  f'{cell(key + "ratio", ".2f"):>7} {cell(key + "max_rel_diff", ".1e"):>12}  {note}')
 
 
 def _parser():
@@ -455,8 +462,8 @@ def _parser():
     parser.add_argument('--no-taichi', action='store_true', help='do not time the programs under Taichi')
     parser.add_argument('--rounds', type=int, default=1, help='runs of each compute program per engine, '
                         'the fastest kept (a shared machine\'s other work only slows runs down)')
-    parser.add_argument('--taichi-exact', default='vortex', help='programs also timed under Taichi with '
-                        'fast_math=False (comma-separated, or all)')
+    parser.add_argument('--taichi-exact', default='vortex,nbody', help='programs also timed with fast_math on '
+                        'in both engines and off in both (comma-separated, all, or none)')
     parser.add_argument('--worker', help=argparse.SUPPRESS)
     parser.add_argument('--cache', help=argparse.SUPPRESS)
     parser.add_argument('--no-rules', action='store_true', help=argparse.SUPPRESS)

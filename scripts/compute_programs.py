@@ -8,7 +8,7 @@ fields from a seeded numpy generator (the same inputs in both engines), and retu
 numpy arrays.
 
 As a worker (what bench.py runs, once per engine, each in a fresh process):
-    python scripts/compute_programs.py NAME --engine taichi --threads 2 [--no-fast-math]
+    python scripts/compute_programs.py NAME --engine taichi --threads 2 [--fast-math default|on|off]
         [--dump result.npz] [--seconds 1.5]
 prints one JSON line: seconds of the first step (compile included: no offline cache) and
 the median seconds per step after it; --dump writes result() after the first step.
@@ -495,8 +495,8 @@ def run_worker(args):
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))   # the engine of this tree
     ti = importlib.import_module(args.engine)
     settings = dict(arch=ti.cpu, cpu_max_num_threads=args.threads, offline_cache=False)
-    if args.no_fast_math:
-        settings['fast_math'] = False      # Taichi's default is True; the engine's float math is always IEEE
+    if args.fast_math != 'default':       # Taichi's default is on, the engine's off
+        settings['fast_math'] = args.fast_math == 'on'
     ti.init(**settings)
     program = PROGRAMS[args.name](ti)
     start = time.perf_counter()
@@ -506,7 +506,7 @@ def run_worker(args):
         np.savez(args.dump, **program.result())
     step_s, steps = measure(program, args.seconds)
     version = getattr(ti, '__version__', None)
-    return dict(name=args.name, engine=args.engine, threads=args.threads, fast_math=not args.no_fast_math,
+    return dict(name=args.name, engine=args.engine, threads=args.threads, fast_math=args.fast_math,
                 first_s=first, step_s=step_s, steps=steps,
                 version='.'.join(map(str, version)) if isinstance(version, tuple) else version)
 
@@ -516,7 +516,8 @@ def main():
     parser.add_argument('name', choices=sorted(PROGRAMS))
     parser.add_argument('--engine', default='engine', choices=['engine', 'taichi'])
     parser.add_argument('--threads', type=int, default=os.cpu_count())
-    parser.add_argument('--no-fast-math', action='store_true', help='ti.init(fast_math=False)')
+    parser.add_argument('--fast-math', choices=['default', 'on', 'off'], default='default',
+                        help="ti.init(fast_math=...): the engine's own default (off here, on in Taichi)")
     parser.add_argument('--dump', help='write the fields after the first step to this .npz')
     parser.add_argument('--seconds', type=float, default=1.5, help='about how long to time steps')
     print(json.dumps(run_worker(parser.parse_args())))
