@@ -78,57 +78,53 @@ class Kernel:
     # --- launch ----------------------------------------------------------------
     def __call__(self, *args, **kwargs):
         plain = self._plain
-        if (plain is not None and not kwargs and len(args) == len(self.specs) and plain.program is ctx.program
-                and ctx.tape is None and ctx.forward is None and ctx.capture is None and ctx.watch is None):
-            try:
-                return plain.launch(args)
-            except USER_ERRORS as exc:
-                user_frames_only(exc)
-                raise
-        return self._launch(args, kwargs)
-
-    def _launch(self, args, kwargs):
-        """A launch in full: arguments bound, arrays adopted, tapes, forward mode, captures."""
         try:
-            if kwargs or len(args) != len(self.specs):     # keywords, defaults, or an error
-                args = self._bind(args, kwargs)
-            given = args
-            if self.ndarray_positions:          # tensors passed as ndarrays: views of their memory
-                args = adopt_arrays(args, self.ndarray_positions)
-            compiled = self.compiled(args)
-            if ctx.watch is not None:       # wrapped functions' calls (engine/runtime/pending.py)
-                ctx.watch.before_launch(compiled, args)
-            # a no_grad launch in forward mode runs without tangents, and its results are
-            # constants (tangent 0), as they are to a tape: both modes differentiate one function
-            constant = ctx.forward is not None and (self.no_grad or ctx.no_grad_depth > 0)
-            launched = compiled if ctx.forward is None or constant else pipeline.tangents_of(compiled)
-            recorder = ctx.tape
-            differentiating = recorder is not None or ctx.forward is not None
-            if differentiating:     # return values of earlier launches as arguments; forward mode's param
-                results.before_launch(self, compiled, args)
-            shadowed = recorder.check(self, compiled, args) if recorder is not None else None
-            if shadowed and launched is compiled:      # checks the rules inside this launch
-                launched = pipeline.checked_of(compiled, shadowed)
-                result = pipeline.launch_checked(compiled, args, shadowed)
-            else:
-                result = launched.launch(args)
-            if self.builder_positions and ctx.capture is None:     # bad triplets: said at once
-                for k in self.builder_positions:
-                    args[k].check_triplets(self.name)
-            if args is not given:
-                mark_written(compiled, args)
-            if constant:
-                zero_written_tangents(compiled, args)
-            if recorder is not None:
-                recorder.record(self, args, compiled, launched)
-            if ctx.capture is not None:
-                ctx.capture.add(self, args, compiled, launched)
-            if differentiating and result is not None:
-                result = results.returned(self, compiled, args, result)
-            return result
+            if (plain is not None and not kwargs and len(args) == len(self.specs) and plain.program is ctx.program
+                    and ctx.tape is None and ctx.forward is None and ctx.capture is None and ctx.watch is None):
+                return plain.launch(args)
+            return self._launch(args, kwargs)
         except USER_ERRORS as exc:       # the traceback ends at the caller's frames
             user_frames_only(exc)
             raise
+
+    def _launch(self, args, kwargs):
+        """A launch in full: arguments bound, arrays adopted, tapes, forward mode, captures."""
+        if kwargs or len(args) != len(self.specs):     # keywords, defaults, or an error
+            args = self._bind(args, kwargs)
+        given = args
+        if self.ndarray_positions:          # tensors passed as ndarrays: views of their memory
+            args = adopt_arrays(args, self.ndarray_positions)
+        compiled = self.compiled(args)
+        if ctx.watch is not None:       # wrapped functions' calls (engine/runtime/pending.py)
+            ctx.watch.before_launch(compiled, args)
+        # a no_grad launch in forward mode runs without tangents, and its results are
+        # constants (tangent 0), as they are to a tape: both modes differentiate one function
+        constant = ctx.forward is not None and (self.no_grad or ctx.no_grad_depth > 0)
+        launched = compiled if ctx.forward is None or constant else pipeline.tangents_of(compiled)
+        recorder = ctx.tape
+        differentiating = recorder is not None or ctx.forward is not None
+        if differentiating:     # return values of earlier launches as arguments; forward mode's param
+            results.before_launch(self, compiled, args)
+        shadowed = recorder.check(self, compiled, args) if recorder is not None else None
+        if shadowed and launched is compiled:      # checks the rules inside this launch
+            launched = pipeline.checked_of(compiled, shadowed)
+            result = pipeline.launch_checked(compiled, args, shadowed)
+        else:
+            result = launched.launch(args)
+        if self.builder_positions and ctx.capture is None:     # bad triplets: said at once
+            for k in self.builder_positions:
+                args[k].check_triplets(self.name)
+        if args is not given:
+            mark_written(compiled, args)
+        if constant:
+            zero_written_tangents(compiled, args)
+        if recorder is not None:
+            recorder.record(self, args, compiled, launched)
+        if ctx.capture is not None:
+            ctx.capture.add(self, args, compiled, launched)
+        if differentiating and result is not None:
+            result = results.returned(self, compiled, args, result)
+        return result
 
     def compiled(self, args):
         """The native code for these arguments, compiled on first use."""

@@ -11,6 +11,12 @@ import llvmlite.binding as llvm
 
 llvm.initialize_native_target()
 llvm.initialize_native_asmprinter()
+# GVN's partial redundancy elimination of loads across a loop's back edge makes the loads
+# of loop-invariant field elements (a Biot-Savart sum's 4 vortices, once the inner loop is
+# unrolled) into values carried from one iteration to the next, which the loop vectorizer
+# cannot take: vortex_rings' advection ran scalar, 2.7x slower (docs/performance.md).
+# An LLVM option is global to the process: other users of llvmlite in it see it too.
+llvm.set_option('', '-enable-load-in-loop-pre=false')
 
 _target_machine = None
 _engine = None
