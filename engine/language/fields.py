@@ -393,7 +393,10 @@ def _observed_write(owner, array, index, values):
     """Every write from Python to a field or ndarray: a recording tape sees it (engine/runtime/tape.py);
     in forward mode the written elements' tangents are set too."""
     def assign():
-        array[index] = values
+        if index is Ellipsis:
+            fill_array(array, values)
+        else:
+            array[index] = values
         if ctx.forward is not None:
             _forward_write(owner, index)
     if ctx.watch is not None:       # wrapped functions' calls (engine/runtime/pending.py)
@@ -401,6 +404,24 @@ def _observed_write(owner, array, index, values):
     if (ctx.tape is not None or ctx.forward is not None) and ctx.check_written_value is not None:
         ctx.check_written_value(owner, values)
     return assign() if ctx.tape is None else ctx.tape.python_write(owner, index, assign)
+
+
+def fill_array(array, values):
+    """array[...] = values: numpy broadcasts a (3,) vector into an (n, 3) array three floats
+    at a time (70 ms for 3M floats); written once, then copied in doubling blocks, it is a
+    few memcpys."""
+    pattern = np.asarray(values, dtype=array.dtype)
+    if (pattern.size <= 1 or pattern.size >= array.size or not array.flags.c_contiguous
+            or array.shape[array.ndim - pattern.ndim:] != pattern.shape):
+        array[...] = values
+        return
+    flat = array.reshape(-1)
+    flat[:pattern.size] = pattern.reshape(-1)
+    done = pattern.size
+    while done < flat.size:
+        n = min(done, flat.size - done)
+        flat[done:done + n] = flat[:n]
+        done += n
 
 
 def _forward_write(owner, index):
