@@ -263,3 +263,26 @@ def test_an_atomic_into_the_iterations_own_element_is_a_plain_add(llvm_ir, monke
         expected = (d / (d * d + np.float32(0.01))).sum(1, dtype=np.float64)
         got = force.to_numpy()
         np.testing.assert_allclose(np.roll(got, -1) if shared else got, expected, rtol=1e-4, atol=1e-3)
+
+
+def test_ownership_of_mixed_radix_indices_and_a_modulus_of_one(monkeypatch):
+    """(i % 3, i // 3) names one element per iteration, its adjoint adds without atomics;
+    `i % 1` is no digit (it once sent the proof into an endless loop), and `x[i % 1]`
+    is shared by every iteration, whose adjoint adds must all arrive."""
+    monkeypatch.setenv('ENGINE_CHUNK_MIN', '2')
+    _init(default_fp=ti.f64)
+    x = ti.field(ti.f64, shape=(1, 3, 4), needs_grad=True)
+    y = ti.field(ti.f64, shape=(1, 3, 4), needs_grad=True)
+    s = ti.field(ti.f64, shape=1, needs_grad=True)
+
+    @ti.kernel
+    def spread():
+        for i in range(12):
+            y[i % 1, i % 3, i // 3] = x[i % 1, i % 3, i // 3] ** 2
+            s[i % 1] += x[i % 1, i % 3, i // 3]
+    x.from_numpy(np.arange(12, dtype=np.float64).reshape(1, 4, 3).transpose(0, 2, 1))
+    spread()
+    y.grad.fill(1.0)
+    s.grad.fill(2.0)
+    spread.grad()
+    np.testing.assert_array_equal(x.grad.to_numpy(), 2 * x.to_numpy() + 2.0)

@@ -471,7 +471,7 @@ def _determines(indices, index):
     digits = {d for d in (_digit(v, index) for v in indices) if d is not None}
     place = 1
     while (place, None) not in digits:
-        radix = next((m for d, m in digits if d == place and m is not None and m > 0), None)
+        radix = next((m for d, m in digits if d == place and m is not None and m > 1), None)    # % 1 is no digit
         if radix is None:
             return False
         place *= radix
