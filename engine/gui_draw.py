@@ -80,17 +80,40 @@ class Canvas:
             done = self.w - (channels == 3)      # an RGB image's last word would read a byte past it
             words = _pixel_words(img, (self.h * channels, channels), (done, self.h))
             np.bitwise_and(words, 0xFFFFFF, out=self.frame[:done])
+        if channels == 1:           # grey: one value a pixel, spread to its three bytes by one multiply
+            for x in range(0, self.w, self._columns):
+                part = img[x:x + self._columns, :, 0]
+                np.multiply(self._grey_bytes(part), np.uint32(0x010101), out=self.frame[x:x + len(part)], casting='unsafe')
+            return
         for x in range(done, self.w, self._columns):
             part = img[x:x + self._columns]
             words = _pixel_words(self._bytes_of(part), (self.h * 3, 3), (len(part), self.h))
             np.bitwise_and(words, 0xFFFFFF, out=self.frame[x:x + len(part)])
 
-    def _bytes_of(self, part):
-        """Columns (k, h, c) of an image as (k, h, 3) RGB bytes, C-ordered, with one byte
-        after them (so that the last pixel's word stays in the buffer)."""
+    def _grey_bytes(self, part):
+        """Columns (k, h) of a grey image as their 0-255 values, uint8 or wider."""
+        if part.dtype == np.uint8:
+            return part
+        if part.dtype.kind == 'u':
+            return part // (np.iinfo(part.dtype).max // 255)
+        scaled = self._staging_floats().reshape(-1)[:part.size].reshape(part.shape)
+        np.multiply(part, np.float32(255), out=scaled, casting='same_kind')
+        grey = self._staging[0][:part.size].reshape(part.shape)
+        with np.errstate(invalid='ignore'):     # NaN: black, as in the three-channel path
+            np.clip(scaled, 0, 255, out=grey, casting='unsafe')     # truncates, as astype(uint8) does
+        return grey
+
+    def _staging_floats(self):
+        """The conversion's buffers, made at the first image: bytes and floats of a pass."""
         if self._staging is None:
             n = self._columns * self.h
             self._staging = np.zeros(3 * n + 1, np.uint8), np.empty((self._columns, self.h, 3), np.float32)
+        return self._staging[1]
+
+    def _bytes_of(self, part):
+        """Columns (k, h, c) of an image as (k, h, 3) RGB bytes, C-ordered, with one byte
+        after them (so that the last pixel's word stays in the buffer)."""
+        self._staging_floats()
         size = len(part) * self.h * 3
         out = self._staging[0][:size + 1][:size].reshape(len(part), self.h, 3)
         src = part[:, :, :3]

@@ -362,7 +362,9 @@ def _expected_bytes(img):
     lambda r: r.integers(0, 256, (W, H), dtype=np.uint8),
     lambda r: r.random((W, H, 3), dtype=np.float32),
     lambda r: r.uniform(-0.5, 1.5, (W, H, 3)),                                          # float64, clipped
-    lambda r: r.random((W, H), dtype=np.float32),
+    lambda r: r.random((W, H), dtype=np.float32),                                      # grey: one channel spread
+    lambda r: r.uniform(-0.5, 1.5, (W, H, 1)),
+    lambda r: r.integers(0, 65536, (W, H), dtype=np.uint16),
     lambda r: r.random((W, H, 2)).astype(np.float16),
     lambda r: r.random((W, H, 4), dtype=np.float32),
     lambda r: r.integers(0, 65536, (W, H, 3), dtype=np.uint16),
@@ -395,7 +397,7 @@ def test_set_image_needs_no_frame_sized_buffer():
     """uint8 RGB is read in place; other dtypes go through buffers of a few columns."""
     res = (1024, 768)
     gui = new_gui(res)
-    images = [np.zeros((*res, 3), np.uint8), np.zeros((*res, 3), np.float32)]
+    images = [np.zeros((*res, 3), np.uint8), np.zeros((*res, 3), np.float32), np.zeros(res, np.float32)]
     for img in images:
         gui.set_image(img)                            # buffers made once, kept
         tracemalloc.start()
