@@ -2,7 +2,8 @@
 changes a value or a gradient: constants stay constants in a parallel loop's task (LLVM
 then knows an inner loop's trip count), a struct-for's indices in 64 bits (the loop
 vectorizer then sees consecutive elements: `wide_indices`), field accesses that alias no
-other field (`field_noalias`), a struct-for's adjoint adding into the elements its
+other field (`field_noalias`), loops of gathers kept out of the vectorizer
+(`scalar_gathers`), a struct-for's adjoint adding into the elements its
 iteration owns without atomics, and ti.init(fast_math=True). Each optional pass is shown
 off and on, on values and gradients, on two threads with chunks small enough to split
 every loop."""
@@ -60,7 +61,8 @@ def test_a_struct_for_over_a_2d_field_loads_consecutive_elements(llvm_ir, disabl
 
 @pytest.mark.parametrize('disabled', [(), ('field_noalias',)])
 def test_a_gather_loop_is_vectorized_where_fields_do_not_alias(llvm_ir, disabled):
-    _init(disable_passes=disabled, check_bounds=False)
+    # scalar_gathers would keep this loop of gathers scalar (faster on this machine): off
+    _init(disable_passes=disabled + ('scalar_gathers',), check_bounds=False)
     x = ti.field(ti.i32, shape=256)
     grid = ti.field(ti.f32, shape=64)
     y = ti.field(ti.f32, shape=256)
@@ -286,3 +288,62 @@ def test_ownership_of_mixed_radix_indices_and_a_modulus_of_one(monkeypatch):
     s.grad.fill(2.0)
     spread.grad()
     np.testing.assert_array_equal(x.grad.to_numpy(), 2 * x.to_numpy() + 2.0)
+
+
+def _advection(disabled):
+    """A semi-Lagrangian step (positions traced back, four clamped samples) and a Jacobi
+    sweep of clamped neighbours: loops of gathers. float64 values and gradients."""
+    _init(disable_passes=disabled, default_fp=ti.f64)
+    n = 24
+    q = ti.field(ti.f64, shape=(n, n), needs_grad=True)
+    vel = ti.Vector.field(2, ti.f64, shape=(n, n), needs_grad=True)
+    out = ti.field(ti.f64, shape=(n, n), needs_grad=True)
+    loss = ti.field(ti.f64, shape=(), needs_grad=True)
+
+    @ti.func
+    def sample(f, u, v):
+        return f[ti.max(0, ti.min(n - 1, int(u))), ti.max(0, ti.min(n - 1, int(v)))]
+
+    @ti.kernel
+    def advect():
+        for i, j in q:
+            p = ti.Vector([i + 0.5, j + 0.5]) - 3.0 * vel[i, j]
+            s, t = p[0] - 0.5, p[1] - 0.5
+            iu, iv = ti.floor(s), ti.floor(t)
+            fu, fv = s - iu, t - iv
+            a, b = sample(q, iu, iv), sample(q, iu + 1, iv)
+            c, d = sample(q, iu, iv + 1), sample(q, iu + 1, iv + 1)
+            out[i, j] = (a + fu * (b - a)) * (1 - fv) + (c + fu * (d - c)) * fv
+
+    @ti.kernel
+    def jacobi():
+        for i, j in out:
+            loss[None] += (sample(out, i - 1, j) + sample(out, i + 1, j) + sample(out, i, j - 1)
+                           + sample(out, i, j + 1) - out[i, j]) ** 2
+    rng = np.random.default_rng(3)
+    q.from_numpy(rng.random((n, n)))
+    vel.from_numpy(rng.standard_normal((n, n, 2)))
+    with ti.ad.Tape(loss):
+        advect()
+        jacobi()
+    return out.to_numpy(), loss[None], q.grad.to_numpy(), vel.grad.to_numpy()
+
+
+def test_loops_of_gathers_stay_scalar_and_change_nothing(llvm_ir, monkeypatch):
+    """Mostly-gather loops carry `llvm.loop.vectorize.width 1` (the widened body spilled and
+    ran 25-40% slower); the same bits with the pass off, on two threads in small chunks."""
+    monkeypatch.setenv('ENGINE_CHUNK_MIN', '7')
+    on = _advection(())
+    for name in ('advect', 'jacobi', 'advect_grad', 'jacobi_grad'):
+        assert 'llvm.loop.vectorize.width' in llvm_ir[name], name
+    off = _advection(('scalar_gathers',))
+    assert 'llvm.loop.vectorize.width' not in llvm_ir['advect']
+    for a, b in zip(on, off):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_a_loop_of_consecutive_loads_is_still_widened(llvm_ir):
+    _init()
+    p, q, scale = _stencil()
+    scale()
+    assert 'llvm.loop.vectorize.width' not in llvm_ir['scale'] and CONSECUTIVE.search(llvm_ir['scale'])

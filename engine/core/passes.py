@@ -21,6 +21,8 @@ OPTIONAL = {
                     'consecutive elements (engine/backend/cpu/codegen.py: FunctionEmitter.widen)',
     'field_noalias': "telling LLVM that one field's accesses never touch another field "
                      '(engine/backend/cpu/aliasing.py)',
+    'scalar_gathers': 'keeping parallel loops whose loads are mostly gathers out of LLVM\'s loop '
+                      'vectorizer (engine/backend/cpu/gathers.py)',
 }
 
 

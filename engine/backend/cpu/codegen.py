@@ -14,7 +14,7 @@ from ...ir import ops
 from ...language import printing
 from ...core import passes, program as rt
 from ..bounds import IndexRanges, grouped_checks, unproven_axes
-from . import ordering
+from . import gathers, ordering
 from .aliasing import tag_field_accesses
 from .fast_math import with_fast_math
 from .codegen_checks import I8P, I32, I64, ChecksEmitter
@@ -37,6 +37,7 @@ class KernelModule:
         self.index_ranges = None if debug or not check_bounds else IndexRanges(body)
         self.ranges = self.index_ranges or IndexRanges(body)      # for wide indices (FunctionEmitter.widen)
         self.wide_indices = passes.enabled('wide_indices')
+        self.scalar_loops = gathers.scalar_loops(body) if passes.enabled('scalar_gathers') else frozenset()
         self.check_bounds = debug or check_bounds
         self.group_checks, self.covered_checks = ({}, set()) if self.index_ranges is None else \
             grouped_checks(body, self.index_ranges)
@@ -438,7 +439,9 @@ class FunctionEmitter(ChecksEmitter, OrderedLoopsEmitter, WideIndexEmitter):
             b.branch(latch)
         b.position_at_end(latch)
         b.store(b.add(b.load(counter), llir.Constant(begin.type, 1)), counter)
-        b.branch(head)
+        back_edge = b.branch(head)
+        if s in self.km.scalar_loops:
+            back_edge.set_metadata('llvm.loop', gathers.scalar_loop_id(self.km.module))
         b.position_at_end(exit_bb)
 
     def emit_body_twice(self, body, span):
