@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import engine as ti
-from engine.backend.cpu import jit
+from engine.backend.cpu import jit, ordering
 
 VECTOR = re.compile(r'<\d+ x (float|double)>')
 CONSECUTIVE = re.compile(r'load <\d+ x (float|double)>')     # a vector load of neighbouring elements
@@ -146,7 +146,7 @@ def _grid_update(disabled, fast_math=False):
 def test_passes_change_no_value_and_no_gradient(monkeypatch, disabled):
     """A struct-for's adjoint adds into the elements its iteration owns without atomics
     (owned_adjoints now proves (i // n, i % n) owned): the same bits with each pass off."""
-    monkeypatch.setenv('ENGINE_CHUNK_MIN', '7')
+    monkeypatch.setattr(ordering, 'CHUNK_MIN', 7)  # read at codegen, not from the environment
     *_, out_on, vg_on, mg_on = _grid_update(())
     *_, out_off, vg_off, mg_off = _grid_update(disabled)
     np.testing.assert_array_equal(out_on, out_off)
@@ -240,7 +240,7 @@ def test_an_atomic_into_the_iterations_own_element_is_a_plain_add(llvm_ir, monke
     """`force[i] += f` in an inner loop: no other iteration touches force[i], so no atomic
     instruction (ordering.Plan.plain), and LLVM keeps the sum in a register. Another
     iteration's element (`force[(i + 1) % n]`) is added through the chunks' buffers."""
-    monkeypatch.setenv('ENGINE_CHUNK_MIN', '16')
+    monkeypatch.setattr(ordering, 'CHUNK_MIN', 16)  # read at codegen, not from the environment
     for shared in (False, True):
         _init()
         n = 200
@@ -271,7 +271,7 @@ def test_ownership_of_mixed_radix_indices_and_a_modulus_of_one(monkeypatch):
     """(i % 3, i // 3) names one element per iteration, its adjoint adds without atomics;
     `i % 1` is no digit (it once sent the proof into an endless loop), and `x[i % 1]`
     is shared by every iteration, whose adjoint adds must all arrive."""
-    monkeypatch.setenv('ENGINE_CHUNK_MIN', '2')
+    monkeypatch.setattr(ordering, 'CHUNK_MIN', 2)  # read at codegen, not from the environment
     _init(default_fp=ti.f64)
     x = ti.field(ti.f64, shape=(1, 3, 4), needs_grad=True)
     y = ti.field(ti.f64, shape=(1, 3, 4), needs_grad=True)
@@ -332,7 +332,7 @@ def _advection(disabled):
 def test_loops_of_gathers_stay_scalar_and_change_nothing(llvm_ir, monkeypatch):
     """Mostly-gather loops carry `llvm.loop.vectorize.width 1` (the widened body spilled and
     ran 25-40% slower); the same bits with the pass off, on two threads in small chunks."""
-    monkeypatch.setenv('ENGINE_CHUNK_MIN', '7')
+    monkeypatch.setattr(ordering, 'CHUNK_MIN', 7)  # read at codegen, not from the environment
     on = _advection(())
     for name in ('advect', 'jacobi', 'advect_grad', 'jacobi_grad'):
         assert 'llvm.loop.vectorize.width' in llvm_ir[name], name
@@ -347,3 +347,33 @@ def test_a_loop_of_consecutive_loads_is_still_widened(llvm_ir):
     p, q, scale = _stencil()
     scale()
     assert 'llvm.loop.vectorize.width' not in llvm_ir['scale'] and CONSECUTIVE.search(llvm_ir['scale'])
+
+
+@pytest.mark.parametrize('n', [5, 200])
+def test_chunks_of_constant_bounds_are_planned_at_compile_time(llvm_ir, monkeypatch, n):
+    """A buffered loop over range(200) is cut into its chunks when compiled (its task holds
+    one kind of add only); over range(m), m an argument, at run time: the same bits either
+    way, on two threads, one chunk (n = 5) or several."""
+    monkeypatch.setattr(ordering, 'CHUNK_MIN', 16)  # read at codegen, not from the environment
+    _init()
+    w = ti.field(ti.f32, shape=n)
+    to = ti.field(ti.i32, shape=n)
+    fixed, given = ti.field(ti.f32, shape=7), ti.field(ti.f32, shape=7)
+
+    @ti.kernel
+    def scatter_fixed():
+        for i in range(n):
+            fixed[to[i]] += w[i]
+
+    @ti.kernel
+    def scatter_given(m: ti.i32):
+        for i in range(m):
+            given[to[i]] += w[i]
+    rng = np.random.default_rng(5)
+    w.from_numpy(rng.standard_normal(n).astype(np.float32) * 10 ** rng.integers(-3, 4, n).astype(np.float32))
+    to.from_numpy(rng.integers(0, 7, n).astype(np.int32))
+    scatter_fixed()
+    scatter_given(n)
+    np.testing.assert_array_equal(fixed.to_numpy(), given.to_numpy())
+    task = llvm_ir['scatter_fixed'].split('_task1(')[1]
+    assert ('_buffers' in task) == (n > 16)

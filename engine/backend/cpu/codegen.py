@@ -473,9 +473,9 @@ class FunctionEmitter(ChecksEmitter, OrderedLoopsEmitter, WideIndexEmitter):
         task = self.km.new_task()
         head = [self.fields, self.args, self.rt]
         begin, end = (b.sext(self.values[a], I64) for a in s.args)
-        chunks = None
+        chunks = direct = None
         if plan.kind == 'buffered':
-            chunks, size = self.chunking(begin, end)
+            chunks, size, direct = self.chunking(begin, end, s.args)
             head += [begin, end, size, b.zext(b.icmp_signed('==', chunks, I64(1)), I64)]
         closure_ty = llir.LiteralStructType(
             [v.type for v in head] + [self.values[c].type if c in shared else llvm_type(c.dtype) for c in captured])
@@ -484,6 +484,8 @@ class FunctionEmitter(ChecksEmitter, OrderedLoopsEmitter, WideIndexEmitter):
         for k, v in enumerate(head + captures):
             b.store(v, b.gep(closure, [I32(0), I32(k)]))
         store = self._launch(s, plan, task, b.bitcast(closure, I8P), begin, end, chunks)
+        if store is not None:
+            store.direct = direct
         if self.km.check_bounds:          # a chunk stopped at an index out of range: so does the launch
             self.stop_if_failed()
         self._emit_task(s, task, closure_ty, len(head), captured, shared, store,
