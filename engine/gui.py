@@ -9,6 +9,7 @@ frame (the frames go to the video; engine/taichi_shim.py sets that up).
 
 `ti.tools.VideoManager` writes frames as images and a video of them (imageio; MP4 needs
 imageio-ffmpeg, GIF does not)."""
+import functools
 import importlib.util
 import os
 import sys
@@ -251,10 +252,7 @@ class GUI:
 
     def text(self, content, pos, font_size=15, color=0xFFFFFF):
         """Text whose top left corner is at `pos`."""
-        try:
-            font = ImageFont.load_default(size=int(font_size))
-        except TypeError:                         # Pillow < 10.1 has one size
-            font = ImageFont.load_default()
+        font = _font(int(font_size))
         x, y = self._point(pos)[0]
         self._canvas.text(str(content), x * self.res[0], (1 - y) * self.res[1], font, color)
 
@@ -392,6 +390,16 @@ def _grid(shape, bound):
     w, h = shape
     x, y = np.linspace(bound / w, 1 - bound / w, w), np.linspace(bound / h, 1 - bound / h, h)
     return np.stack(np.meshgrid(x, y, indexing='ij'), axis=-1).reshape(-1, 2)
+
+
+@functools.lru_cache(maxsize=16)
+def _font(size):
+    """Pillow's default font at `size` pixels, loaded once (2-3 ms a load: a frame's text
+    cost more than its kernels)."""
+    try:
+        return ImageFont.load_default(size=size)
+    except TypeError:                         # Pillow < 10.1 has one size
+        return ImageFont.load_default()
 
 
 def _window_image(img, res):

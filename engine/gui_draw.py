@@ -8,6 +8,7 @@ already pixels (an image's red byte goes first). Pixel (i, j) is the square
 [i, i+1) x [j, j+1) in pixel units (x * width, y * height); a shape covers the pixels whose
 centres (i + 0.5, j + 0.5) lie in it, edges included. Shapes are drawn in the order given:
 where two overlap, the later one shows (painter's order)."""
+import functools
 import math
 
 import numpy as np
@@ -131,18 +132,14 @@ class Canvas:
         return self._staging[0][:size + 1]
 
     def text(self, content, left, top, font, color):
-        """Text in Pillow's rows (y down) from (left, top), blended in by its coverage: Pillow
-        draws it into a mask the size of the text only."""
-        probe = ImageDraw.Draw(Image.new('L', (1, 1)))
-        x0, y0, x1, y1 = probe.textbbox((left, top), content, font=font)
-        x0, y0 = max(math.floor(x0), 0), max(math.floor(y0), 0)
-        x1, y1 = min(math.ceil(x1), self.w), min(math.ceil(y1), self.h)
-        if x1 <= x0 or y1 <= y0:
+        """Text in Pillow's rows (y down) from (left, top), blended in by its coverage."""
+        x0, y0, alpha = _text_mask(content, left, top, font)
+        w, h = alpha.shape
+        cx0, cy0, cx1, cy1 = max(x0, 0), max(y0, 0), min(x0 + w, self.w), min(y0 + h, self.h)
+        if cx1 <= cx0 or cy1 <= cy0:
             return
-        mask = Image.new('L', (x1 - x0, y1 - y0))
-        ImageDraw.Draw(mask).text((left - x0, top - y0), content, fill=255, font=font)
-        alpha = np.asarray(mask, dtype=np.uint32).T[:, ::-1, None]         # rows -> [x, y up]
-        region = self.rgb()[x0:x1, self.h - y1:self.h - y0]
+        alpha = alpha[cx0 - x0:cx1 - x0, cy0 - y0:cy1 - y0][:, ::-1, None]     # rows -> [x, y up]
+        region = self.rgb()[cx0:cx1, self.h - cy1:self.h - cy0]
         ink = np.array(rgb_bytes(color), dtype=np.uint32)
         region[...] = (ink * alpha + region * (255 - alpha) + 127) // 255
 
@@ -388,6 +385,21 @@ def _blocks(count, step):
 def rgb_bytes(color):
     color = int(color)
     return (color >> 16) & 0xFF, (color >> 8) & 0xFF, color & 0xFF
+
+
+@functools.lru_cache(maxsize=64)
+def _text_mask(content, left, top, font):
+    """(x0, y0, coverage) of text drawn by Pillow at (left, top): coverage is (w, h) uint32
+    0-255 indexed [x, row], its corner at pixel (x0, y0). Kept for the next frame: Pillow
+    takes 2 ms to lay out and draw a line of text, and a label rarely changes."""
+    probe = ImageDraw.Draw(Image.new('L', (1, 1)))
+    x0, y0, x1, y1 = probe.textbbox((left, top), content, font=font)
+    x0, y0, x1, y1 = math.floor(x0), math.floor(y0), math.ceil(x1), math.ceil(y1)
+    mask = Image.new('L', (max(x1 - x0, 0), max(y1 - y0, 0)))
+    ImageDraw.Draw(mask).text((left - x0, top - y0), content, fill=255, font=font)
+    coverage = np.asarray(mask, dtype=np.uint32).T
+    coverage.flags.writeable = False
+    return x0, y0, coverage
 
 
 def pixel_value(color):
