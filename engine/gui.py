@@ -9,7 +9,6 @@ frame (the frames go to the video; engine/taichi_shim.py sets that up).
 
 `ti.tools.VideoManager` writes frames as images and a video of them (imageio; MP4 needs
 imageio-ffmpeg, GIF does not)."""
-import functools
 import importlib.util
 import os
 import sys
@@ -17,7 +16,7 @@ import tempfile
 import warnings
 
 import numpy as np
-from PIL import Image, ImageFont
+from PIL import Image
 
 from . import gui_draw
 from .unsupported import unknown_name
@@ -252,9 +251,8 @@ class GUI:
 
     def text(self, content, pos, font_size=15, color=0xFFFFFF):
         """Text whose top left corner is at `pos`."""
-        font = _font(int(font_size))
         x, y = self._point(pos)[0]
-        self._canvas.text(str(content), x * self.res[0], (1 - y) * self.res[1], font, color)
+        self._canvas.text(str(content), x * self.res[0], (1 - y) * self.res[1], int(font_size), color)
 
     # --- input: none off screen ------------------------------------------------------------
     def get_event(self, *filters):
@@ -390,16 +388,6 @@ def _grid(shape, bound):
     w, h = shape
     x, y = np.linspace(bound / w, 1 - bound / w, w), np.linspace(bound / h, 1 - bound / h, h)
     return np.stack(np.meshgrid(x, y, indexing='ij'), axis=-1).reshape(-1, 2)
-
-
-@functools.lru_cache(maxsize=16)
-def _font(size):
-    """Pillow's default font at `size` pixels, loaded once (2-3 ms a load: a frame's text
-    cost more than its kernels)."""
-    try:
-        return ImageFont.load_default(size=size)
-    except TypeError:                         # Pillow < 10.1 has one size
-        return ImageFont.load_default()
 
 
 def _window_image(img, res):

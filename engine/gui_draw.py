@@ -12,7 +12,7 @@ import functools
 import math
 
 import numpy as np
-from PIL import Image, ImageDraw
+from PIL import Image, ImageDraw, ImageFont
 
 MIN_RADIUS = math.sqrt(0.5)   # every point is within √½ of a pixel centre: no dot or thin line vanishes
 CHUNK = 1 << 16               # candidate pixels per numpy pass of the stamp, in work arrays kept
@@ -24,6 +24,8 @@ FILL_CHUNK = 1 << 17          # bounding-box pixels per pass of shapes filled by
 IMAGE_CHUNK = 1 << 17         # image pixels converted per pass: the float and byte buffers stay in cache
 BLOCK = 1 << 12               # shapes per block (the shapes filled by columns)
 STAMP_SIDE = 16               # discs whose box is at most this wide are stamped; wider ones go by columns
+TEXT_CACHE = 32               # lines of text whose masks are kept from frame to frame
+TEXT_CACHE_PIXELS = 1 << 16   # and only masks of at most this many pixels
 MARGIN = 3 * STAMP_SIDE       # pixels of buffer around the frame (Canvas.__init__)
 
 
@@ -131,14 +133,15 @@ class Canvas:
             np.clip(scaled, 0, 255, out=dst, casting='unsafe')   # truncates, as astype(uint8) does
         return self._staging[0][:size + 1]
 
-    def text(self, content, left, top, font, color):
-        """Text in Pillow's rows (y down) from (left, top), blended in by its coverage."""
-        x0, y0, alpha = _text_mask(content, left, top, font)
+    def text(self, content, left, top, size, color):
+        """Text in Pillow's rows (y down) from (left, top), `size` pixels high, blended in by
+        its coverage."""
+        x0, y0, alpha = _text_mask(content, left, top, size)
         w, h = alpha.shape
         cx0, cy0, cx1, cy1 = max(x0, 0), max(y0, 0), min(x0 + w, self.w), min(y0 + h, self.h)
         if cx1 <= cx0 or cy1 <= cy0:
             return
-        alpha = alpha[cx0 - x0:cx1 - x0, cy0 - y0:cy1 - y0][:, ::-1, None]     # rows -> [x, y up]
+        alpha = alpha[cx0 - x0:cx1 - x0, cy0 - y0:cy1 - y0][:, ::-1, None].astype(np.uint32)    # rows -> [x, y up]
         region = self.rgb()[cx0:cx1, self.h - cy1:self.h - cy0]
         ink = np.array(rgb_bytes(color), dtype=np.uint32)
         region[...] = (ink * alpha + region * (255 - alpha) + 127) // 255
@@ -387,19 +390,39 @@ def rgb_bytes(color):
     return (color >> 16) & 0xFF, (color >> 8) & 0xFF, color & 0xFF
 
 
-@functools.lru_cache(maxsize=64)
-def _text_mask(content, left, top, font):
-    """(x0, y0, coverage) of text drawn by Pillow at (left, top): coverage is (w, h) uint32
-    0-255 indexed [x, row], its corner at pixel (x0, y0). Kept for the next frame: Pillow
-    takes 2 ms to lay out and draw a line of text, and a label rarely changes."""
+def _text_mask(content, left, top, size):
+    """(x0, y0, coverage) of text drawn by Pillow's default font of `size` pixels at (left,
+    top): coverage is (w, h) uint8 indexed [x, row], its corner at pixel (x0, y0). Small
+    masks are kept for later frames (Pillow takes 2-3 ms to load the font and draw a line,
+    and a label rarely changes); the oldest goes when TEXT_CACHE are kept."""
+    key = (content, left, top, size)
+    if key in _texts:
+        return _texts[key]
+    font = _font(size)
     probe = ImageDraw.Draw(Image.new('L', (1, 1)))
     x0, y0, x1, y1 = probe.textbbox((left, top), content, font=font)
     x0, y0, x1, y1 = math.floor(x0), math.floor(y0), math.ceil(x1), math.ceil(y1)
     mask = Image.new('L', (max(x1 - x0, 0), max(y1 - y0, 0)))
     ImageDraw.Draw(mask).text((left - x0, top - y0), content, fill=255, font=font)
-    coverage = np.asarray(mask, dtype=np.uint32).T
+    coverage = np.asarray(mask, dtype=np.uint8).T
     coverage.flags.writeable = False
+    if coverage.size <= TEXT_CACHE_PIXELS:
+        if len(_texts) >= TEXT_CACHE:
+            del _texts[next(iter(_texts))]
+        _texts[key] = (x0, y0, coverage)
     return x0, y0, coverage
+
+
+_texts = {}         # _text_mask's masks kept, oldest first
+
+
+@functools.lru_cache(maxsize=4)
+def _font(size):
+    """Pillow's default font at `size` pixels (a font object holds its glyphs: few are kept)."""
+    try:
+        return ImageFont.load_default(size=size)
+    except TypeError:                         # Pillow < 10.1 has one size
+        return ImageFont.load_default()
 
 
 def pixel_value(color):

@@ -425,6 +425,28 @@ def test_text_is_drawn_in_its_colour_below_and_right_of_its_position():
     assert ink[:, 0].min() >= 16 and ink[:, 1].max() <= 24        # right of x = 16, below y = 24 (y up)
 
 
+def test_text_kept_from_frame_to_frame_is_drawn_again_in_the_new_colour_and_place():
+    gui = new_gui((64, 32))
+    gui.text('Hi', (0.25, 0.75), font_size=14, color=0x00FF00)
+    first = colors_of(gui)
+    gui.clear(0x000000)
+    gui.text('Hi', (0.25, 0.75), font_size=14, color=0xFF0000)      # the kept mask, another colour
+    second = colors_of(gui)
+    assert ((first > 0) == (second > 0)).all() and ((second & 0x00FFFF) == 0).all()
+    gui.clear(0x000000)
+    gui.text('Hi', (-5.0, 0.75), font_size=14, color=0xFF0000)      # wholly off the frame
+    assert (colors_of(gui) == 0).all()
+
+
+def test_texts_of_many_sizes_keep_few_fonts_and_masks():
+    """A label that zooms: fonts (which hold their glyphs) and masks are kept a few at a time."""
+    gui = new_gui((64, 32))
+    for size in range(10, 400, 3):
+        gui.text('zoom', (0.1, 0.9), font_size=size)
+    assert len(gui_draw._texts) <= gui_draw.TEXT_CACHE and gui_draw._font.cache_info().currsize <= 4
+    assert all(mask.size <= gui_draw.TEXT_CACHE_PIXELS for _, _, mask in gui_draw._texts.values())
+
+
 def test_a_hundred_thousand_circles_draw_at_once():
     """No Python step per shape: the old drawing took about a second for these."""
     pos = np.random.default_rng(8).random((100000, 2))
