@@ -24,7 +24,7 @@ import zipfile
 from . import runs, sweep
 from .base import flag
 from .progress import BarProgress, LogProgress, QuietProgress, compile_counts, compile_report, compiling
-from .render import plot_comparison, write_video
+from .render import FramesError, checked_frames, plot_comparison, write_video
 from .training import train
 
 EXIT_USAGE, EXIT_STOPPED = 2, 130
@@ -58,6 +58,15 @@ def _int_at_least(minimum):
 _positive_int, _non_negative_int = _int_at_least(1), _int_at_least(0)
 
 
+def _threads(text):
+    """--threads: at least 1, at most this machine's CPUs (more only slow the run down)."""
+    value, cpus = _positive_int(text), os.cpu_count() or 1
+    if value > cpus:
+        raise argparse.ArgumentTypeError(f'{value} threads on {cpus} CPUs would only slow the run down '
+                                         f'(at most {cpus})')
+    return value
+
+
 # --- the parser -----------------------------------------------------------------------
 def _add_config_flags(parser, sim_class):
     quick = vars(sim_class.config_unchecked(quick=True))
@@ -89,7 +98,7 @@ def _add_run_flags(sub, sim_class, command):
     sub.add_argument('--out', type=_path, default=os.path.join('out', sim_class.name),
                      help='the run folder (default: %(default)s)')
     sub.add_argument('--quick', action='store_true', default=None, help='the small configuration (for tests)')
-    sub.add_argument('--threads', type=_positive_int, default=None, help='worker threads (default: all cores)')
+    sub.add_argument('--threads', type=_threads, default=None, help='worker threads (default: all cores)')
     sub.add_argument('--quiet', action='store_true', help='print nothing but errors')
     if command == 'train':
         sub.add_argument('--resume', action='store_true',
@@ -100,6 +109,8 @@ def _add_run_flags(sub, sim_class, command):
                          help="'best' (OUT/params.npz, the default), 'last' (OUT/checkpoint.npz) or an .npz file")
         sub.add_argument('--video', choices=('mp4', 'gif'), default='mp4',
                          help='mp4 (H.264; a GIF when it cannot be written) or gif (default: %(default)s)')
+        sub.add_argument('--initial', action='store_true',
+                         help='render the initial, untrained parameters (--out need hold no run)')
     _add_config_flags(sub, sim_class)
 
 
@@ -165,6 +176,8 @@ def main(sim_class, argv=None):
         status = COMMANDS[args.command](sim_class, args)
     except (UsageError, runs.RunError) as e:
         parser.exit(EXIT_USAGE, f'{parser.prog} {args.command}: error: {e}\n')
+    except FramesError as e:           # the simulator's own render_frames()
+        parser.exit(1, f'{parser.prog} {args.command}: error: {e}\n')
     except (OSError, EOFError, zipfile.BadZipFile, MemoryError, OverflowError) as e:
         # a folder that cannot be written, a damaged .npz, a size or seed beyond the machine
         parser.exit(1, f'{parser.prog} {args.command}: error: {type(e).__name__}: {e}\n')
@@ -177,6 +190,8 @@ def main(sim_class, argv=None):
 
 def _train(sim_class, args):
     run = runs.RunFolder(args.out)
+    if args.resume and args.force:
+        raise UsageError('--resume continues the run in --out and --force replaces it: give one of them')
     if args.resume:
         sim, saved = _from_run(sim_class, args, run, required=True)
         checkpoint = run.load_checkpoint()[0]
@@ -230,18 +245,24 @@ def _resume_hint(sim_class, args):
 
 def _render(sim_class, args):
     run = runs.RunFolder(args.out)
-    sim, saved = _from_run(sim_class, args, run, required=False)
+    if args.initial and args.params is not None:
+        raise UsageError('--initial renders the untrained parameters and --params trained ones: give one of them')
+    params = None if args.initial else _parameters_file(run, args.params, _read_run(sim_class, run, False))
+    if params is None and not args.initial:
+        raise UsageError(f'{args.out} holds no run to render (train into it first, or render the '
+                         f'untrained parameters with --initial)')
+    sim, _ = _from_run(sim_class, args, run, required=False)
     say = _printer(args)
-    params = _parameters_file(run, args.params, saved)
     if params:
         _load(sim, params)
         say(f'rendering with {_describe(args.params)} parameters from {params}')
     else:
-        say(f'{args.out} holds no run: rendering the initial parameters')
+        say('rendering the initial parameters')
     os.makedirs(args.out, exist_ok=True)
     before = compile_counts()
     say(compiling('the rollout'))
-    path, count, why = write_video(_frames(sim, args), os.path.join(args.out, sim_class.name), kind=args.video)
+    frames = checked_frames(_frames(sim, args), sim_class.__name__)
+    path, count, why = write_video(frames, os.path.join(args.out, sim_class.name), kind=args.video)
     say(compile_report(before))
     if why:
         say(f'no MP4 ({why}): wrote a GIF instead')
@@ -374,11 +395,11 @@ def _create(sim_class, quick, threads, config):
 
 
 def _parameters_file(run, which, saved):
-    """The .npz to render: the run's best (default) or last parameters, or a file; None
-    (the initial parameters) in a folder without a run."""
+    """The .npz to render: the run's best (default) or last parameters, or a file; None in
+    a folder without a run."""
     if which not in (None, 'best', 'last'):
         if not os.path.isfile(which):
-            raise UsageError(f'--params {which}: no such file')
+            raise UsageError(f"--params {which}: neither 'best', 'last' nor an .npz file that exists")
         return which
     if saved is None:                    # params.npz alone: a folder of the earlier command line
         if run.has(runs.BEST) and which != 'last':

@@ -84,6 +84,27 @@ def next_to_target(field_at, times, target, size, hold=10, **colors):
         yield np.concatenate([canvas.image, gap, right.image], axis=1)
 
 
+class FramesError(ValueError):
+    """A simulator's render_frames() gave what no video can be made of."""
+
+
+def checked_frames(frames, owner):
+    """`frames` as a list of (H, W, 3) uint8 arrays of one size; else FramesError naming
+    `owner`'s render_frames()."""
+    frames, what = [np.asarray(f) for f in frames], f'{owner}.render_frames()'
+    if not frames:
+        raise FramesError(f'{what} gave no frames: it must return or yield images, (H, W, 3) uint8 arrays '
+                          f'of one size (sims.render.Canvas draws them)')
+    for k, frame in enumerate(frames):
+        if frame.ndim != 3 or frame.shape[2] != 3 or frame.dtype != np.uint8:
+            raise FramesError(f'{what}: frame {k} is a {frame.dtype} array of shape {frame.shape}, '
+                              f'not (H, W, 3) uint8')
+        if frame.shape != frames[0].shape:
+            raise FramesError(f'{what}: frame {k} is {frame.shape[1]} x {frame.shape[0]} pixels and frame 0 '
+                              f'{frames[0].shape[1]} x {frames[0].shape[0]}: a video\'s frames have one size')
+    return frames
+
+
 def write_video(frames, stem, fps=30, kind='mp4'):
     """Write frames as `<stem>.mp4` (H.264 through imageio-ffmpeg, which ships its own
     ffmpeg) or, with kind='gif' or when that fails, `<stem>.gif`. Returns (path, frame

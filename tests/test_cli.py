@@ -336,3 +336,19 @@ def test_an_unusable_output_folder_is_one_line_not_a_traceback(tmp_path, capsys)
     err = capsys.readouterr().err
     assert stop.value.code == 1 and err.count('\n') == 1 and 'Traceback' not in err, err
     assert 'expected a path' in _fails(Gravity, ['train', *QUICK, '--out', ''], capsys)
+
+
+def test_flags_that_contradict_each_other_or_the_machine_are_refused(tmp_path, capsys):
+    out = str(tmp_path / 'run')
+    cli.main(Gravity, ['train', '--quick', '--iters', '1', '--quiet', '--out', out])
+    err = _fails(Gravity, ['train', '--resume', '--force', '--out', out], capsys)
+    assert '--resume' in err and '--force' in err
+    err = _fails(Gravity, ['train', '--quick', '--threads', str((os.cpu_count() or 1) + 1), '--out', out], capsys)
+    assert 'CPUs' in err
+    err = _fails(Gravity, ['render', '--params', 'worst', '--out', out], capsys)
+    assert "neither 'best', 'last'" in err
+    err = _fails(Gravity, ['render', '--initial', '--params', 'best', '--out', out], capsys)
+    assert '--initial' in err
+    empty = tmp_path / 'empty'
+    err = _fails(Gravity, ['render', '--out', str(empty)], capsys)
+    assert 'holds no run' in err and not empty.exists()
