@@ -212,7 +212,10 @@ def _train(sim_class, args):
     lock = _lock(args.out)      # noqa: F841 - held until the process ends
     records = train(sim, out=args.out, resume=args.resume, progress=_progress(args), command=args.typed)
     best = run.load_checkpoint()[0] or {}
-    if best.get('best_iteration') is not None:
+    if best.get('best_iteration') == best.get('iteration'):
+        say(f'best loss {best["best_loss"]:+.6e} with the last parameters, after {best["iteration"]} '
+            f'iterations (params.npz and checkpoint.npz)')
+    elif best.get('best_iteration') is not None:
         say(f'best loss {best["best_loss"]:+.6e} at iteration {best["best_iteration"]} (params.npz); '
             f'the last parameters are in checkpoint.npz')
     say(f'wrote {args.out}: ' + ', '.join(n for n in runs.RUN_FILES if run.has(n)))
@@ -276,8 +279,10 @@ def _eval(sim_class, args):
     info = run.load_checkpoint()[0]
     if info is None:
         raise UsageError(f'{args.out} has no trained parameters yet')
-    for which, detail in (('best', f'those of iteration {info["best_iteration"]}'),
-                          ('last', f'after {info["iteration"]} iterations')):
+    last = f'after {info["iteration"]} iterations'
+    best = f'the last ones, {last}' if info['best_iteration'] == info['iteration'] else \
+        f'those of iteration {info["best_iteration"]}'
+    for which, detail in (('best', best), ('last', last)):
         _load(sim, run.parameters_file(which))
         print(f'{which} parameters ({detail}): loss {sim.evaluate():+.6e}')
     return 0

@@ -2,7 +2,9 @@
 
 With a run folder (`out`, see sims/runs.py) every iteration appends its record to
 metrics.jsonl, saves params.npz when its loss is the best so far and replaces
-checkpoint.npz (the parameters after the update, the optimizer's state, the RNG states).
+checkpoint.npz (the parameters after the update, the optimizer's state, the RNG states);
+at the end, the parameters after the last update are evaluated too, and saved as the best
+where they are.
 `resume=True` continues from that checkpoint and computes, on one thread, the same losses
 bit for bit as a run that was never stopped. Ctrl-C (or SIGTERM) stops after the current
 iteration; a second Ctrl-C stops at once, the last checkpoint being on disk already.
@@ -42,6 +44,9 @@ def train(sim, iters=None, out=None, log=print, resume=False, progress=None, com
                 records.append(_iteration(sim, optimizer, it, run, best, progress, first=it == begin))
                 if stop.requested:
                     break
+            else:
+                if records and begin < total:
+                    _weigh_last(sim, optimizer, run, best, total)
     finally:
         progress.close()
         if run:
@@ -72,6 +77,22 @@ def _iteration(sim, optimizer, it, run, best, progress, first):
                             _checkpoint_info(sim, it + 1, best))
     progress.update(record, first)
     return record
+
+
+def _weigh_last(sim, optimizer, run, best, done):
+    """The parameters after the last update: no iteration evaluated them. Their loss, and
+    where it is the best, they are the best (`best_iteration` = `done`: the iteration that
+    would have started from them), so that "best" is never worse than "last". The random
+    streams are put back as the checkpoint has them (a resumed run continues from there)."""
+    info = _checkpoint_info(sim, done, best)
+    loss = sim.evaluate()
+    _restore_rngs(sim, info)
+    if loss < best['loss']:
+        best.update(loss=loss, iteration=done)
+        if run:
+            sim.save_parameters(run.file(runs.BEST))
+            run.save_checkpoint([p.to_numpy() for p in sim.parameters()], optimizer.state(),
+                                dict(info, best_loss=loss, best_iteration=done))
 
 
 # --- resuming -------------------------------------------------------------------------

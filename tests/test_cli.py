@@ -63,9 +63,10 @@ def test_eval_prints_the_loss_of_the_trained_parameters(gravity_run, capsys):
     cli.main(Gravity, ['eval', '--out', str(gravity_run)])
     best, last = capsys.readouterr().out.splitlines()
     losses = _losses(gravity_run)
-    assert best.startswith('best parameters (those of iteration 2)') and f'{min(losses):+.6e}' in best
+    # one more descent step than the iterations recorded: the last parameters are the best
+    assert best.startswith('best parameters (the last ones, after 3 iterations)')
     assert last.startswith('last parameters (after 3 iterations)')
-    assert float(last.split()[-1]) < min(losses)        # one more descent step
+    assert float(last.split()[-1]) == float(best.split()[-1]) < min(losses)
 
 
 def test_render_uses_the_runs_configuration(tmp_path, capsys):
@@ -120,12 +121,24 @@ def test_a_killed_run_resumes_to_the_losses_of_an_uninterrupted_one(sig, tmp_pat
     assert not [n for n in os.listdir(out) if n.endswith('.tmp')]
 
 
-def test_best_and_last_parameters_are_both_kept(gravity_run):
+def test_best_is_never_worse_than_last_and_eval_gives_its_loss_exactly(gravity_run, tmp_path, capsys):
+    """The parameters after the last update are weighed at the end: here they are the best;
+    with a step so long that the loss grows, iteration 0's stay the best, and both are kept."""
     losses = _losses(gravity_run)
     with np.load(gravity_run / 'params.npz') as best, np.load(gravity_run / 'checkpoint.npz') as last:
-        assert not np.array_equal(best['arr_0'], last['arr_0'])
+        assert np.array_equal(best['arr_0'], last['arr_0'])
     info = runs.RunFolder(str(gravity_run)).load_checkpoint()[0]
-    assert info['best_loss'] == min(losses) and info['best_iteration'] == int(np.argmin(losses))
+    assert info['best_loss'] < min(losses) and info['best_iteration'] == 3
+    out = tmp_path / 'overshoot'
+    cli.main(Gravity, ['train', *QUICK, '--iters', '3', '--lr', '1000', '--quiet', '--out', str(out)])
+    losses = _losses(out)
+    info = runs.RunFolder(str(out)).load_checkpoint()[0]
+    assert info['best_loss'] == min(losses) and info['best_iteration'] == int(np.argmin(losses)) < 3
+    with np.load(out / 'params.npz') as best, np.load(out / 'checkpoint.npz') as last:
+        assert not np.array_equal(best['arr_0'], last['arr_0'])
+    cli.main(Gravity, ['eval', '--out', str(out)])
+    best, last = capsys.readouterr().out.splitlines()
+    assert best.endswith(f'loss {info["best_loss"]:+.6e}') and info['best_loss'] < float(last.split()[-1])
 
 
 def test_an_interrupted_write_leaves_the_previous_file(tmp_path):

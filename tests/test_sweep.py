@@ -126,7 +126,7 @@ def test_a_trial_folder_is_a_run_folder_of_the_command_line(gravity_sweep, capsy
     assert saved['commands'][0]['command'].startswith('python -m sims.gravity train --quick --lr 4.0 --seed 1 '
                                                       '--iters 3 --threads 1 --out ')
     cli.main(Gravity, ['eval', '--out', str(trial)])
-    assert capsys.readouterr().out.startswith('best parameters (those of iteration 2)')
+    assert capsys.readouterr().out.startswith('best parameters (the last ones, after 3 iterations)')
 
 
 def test_the_trials_after_the_first_compile_nothing(gravity_sweep):
