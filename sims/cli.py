@@ -19,6 +19,7 @@ import inspect
 import os
 import shlex
 import sys
+import tempfile
 import zipfile
 
 from . import runs, sweep
@@ -262,6 +263,7 @@ def _render(sim_class, args):
     else:
         say('rendering the initial parameters')
     os.makedirs(args.out, exist_ok=True)
+    _check_writable(args.out)
     before = compile_counts()
     say(compiling('the rollout'))
     frames = checked_frames(_frames(sim, args), sim_class.__name__)
@@ -271,6 +273,15 @@ def _render(sim_class, args):
         say(f'no MP4 ({why}): wrote a GIF instead')
     say(f'wrote {path} ({count} frames)')
     return 0
+
+
+def _check_writable(folder):
+    """Before the rollout: a folder the video cannot go into is one line, not ffmpeg's."""
+    try:
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as e:
+        raise OSError(e.errno, f'{folder} cannot be written ({e.strerror})') from None
 
 
 def _eval(sim_class, args):

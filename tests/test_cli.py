@@ -365,3 +365,18 @@ def test_flags_that_contradict_each_other_or_the_machine_are_refused(tmp_path, c
     empty = tmp_path / 'empty'
     err = _fails(Gravity, ['render', '--out', str(empty)], capsys)
     assert 'holds no run' in err and not empty.exists()
+
+
+def test_render_into_a_folder_it_cannot_write_is_one_line(gravity_run, tmp_path, capsys, monkeypatch):
+    """Checked before the rollout (root can write anywhere: the refusal is simulated)."""
+    folder, real = str(tmp_path / 'read_only'), cli.tempfile.TemporaryFile
+
+    def refuse(*args, dir=None, **kwargs):
+        if dir == folder:
+            raise PermissionError(13, 'Permission denied')
+        return real(*args, dir=dir, **kwargs)
+    monkeypatch.setattr(cli.tempfile, 'TemporaryFile', refuse)
+    with pytest.raises(SystemExit) as stop:
+        cli.main(Gravity, ['render', *QUICK, '--params', str(gravity_run / 'params.npz'), '--out', folder])
+    err = capsys.readouterr().err
+    assert stop.value.code == 1 and err.count('\n') == 1 and f'{folder} cannot be written' in err, err
