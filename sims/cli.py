@@ -175,6 +175,8 @@ def main(sim_class, argv=None):
     args.typed = runs.command_line(['python', '-m', f'sims.{sim_class.name}', *argv])   # for config.json
     try:
         status = COMMANDS[args.command](sim_class, args)
+    except runs.DamagedFile as e:      # a file of the run (exit status 1, as for other damaged files)
+        parser.exit(1, f'{parser.prog} {args.command}: error: {e}\n')
     except (UsageError, runs.RunError) as e:
         parser.exit(EXIT_USAGE, f'{parser.prog} {args.command}: error: {e}\n')
     except FramesError as e:           # the simulator's own render_frames()
@@ -287,15 +289,29 @@ def _check_writable(folder):
 def _eval(sim_class, args):
     run = runs.RunFolder(args.out)
     sim, saved = _from_run(sim_class, args, run, required=True)
-    info = run.load_checkpoint()[0]
+    try:
+        info = run.load_checkpoint()[0]
+    except runs.DamagedFile as damaged:            # the best parameters may still be whole
+        if not run.has(runs.BEST):
+            raise
+        _load(sim, run.file(runs.BEST))
+        print(f'best parameters (params.npz): loss {sim.evaluate():+.6e}')
+        raise damaged
     if info is None:
         raise UsageError(f'{args.out} has no trained parameters yet')
     last = f'after {info["iteration"]} iterations'
     best = f'the last ones, {last}' if info['best_iteration'] == info['iteration'] else \
         f'those of iteration {info["best_iteration"]}'
+    damaged = []
     for which, detail in (('best', best), ('last', last)):
-        _load(sim, run.parameters_file(which))
+        try:
+            _load(sim, run.parameters_file(which))
+        except runs.DamagedFile as e:        # the other one may still be whole
+            damaged.append(e)
+            continue
         print(f'{which} parameters ({detail}): loss {sim.evaluate():+.6e}')
+    if damaged:
+        raise damaged[0]
     return 0
 
 
@@ -436,8 +452,17 @@ def _describe(which):
 def _load(sim, path):
     try:
         sim.load_parameters(path)
-    except (ValueError, KeyError, OSError) as e:
-        raise UsageError(str(e)) from None
+    except ValueError as e:
+        if 'trained with another configuration' in str(e):
+            raise UsageError(str(e)) from None
+        raise runs.DamagedFile(path, e, _OTHER_PARAMETERS.get(os.path.basename(path), 'train again')) from None
+    except runs.DAMAGE as e:
+        raise runs.DamagedFile(path, e, _OTHER_PARAMETERS.get(os.path.basename(path), 'train again')) from None
+
+
+# where a damaged parameters file has a stand-in
+_OTHER_PARAMETERS = {runs.BEST: 'the last parameters, in checkpoint.npz, may be whole (render --params last)',
+                     runs.CHECKPOINT: 'the best parameters, in params.npz, may be whole (render --params best)'}
 
 
 def _frames(sim, args):

@@ -20,6 +20,7 @@ import os
 import platform
 import shlex
 import sys
+import zipfile
 
 import numpy as np
 
@@ -30,6 +31,20 @@ RUN_FILES = (CONFIG, METRICS, CHECKPOINT, BEST, SUMMARY, PLOT)
 
 class RunError(Exception):
     """A run folder that cannot be used as asked (the command line reports it in one line)."""
+
+
+# what reading a truncated, empty or foreign .npz raises
+DAMAGE = (zipfile.BadZipFile, EOFError, ValueError, KeyError, TypeError, OSError)
+
+
+class DamagedFile(RunError):
+    """A file of a run that cannot be read: names it, what was wrong and what to do."""
+
+    def __init__(self, path, error, advice):
+        text = str(error).strip().splitlines()
+        why = f'{type(error).__name__}: {text[0]}' if text else type(error).__name__
+        super().__init__(f'{path} is damaged ({why}); {advice}')
+        self.path = path
 
 
 def read_json(path, keys, what, error=None):
@@ -165,21 +180,35 @@ class RunFolder:
         save_arrays(self.file(CHECKPOINT), arrays, **named)
 
     def load_checkpoint(self):
-        """(info, optimizer state) of checkpoint.npz, or (None, None) when there is none."""
+        """(info, optimizer state) of checkpoint.npz, or (None, None) when there is none;
+        DamagedFile when it cannot be read."""
         if not self.has(CHECKPOINT):
             return None, None
-        with np.load(self.file(CHECKPOINT)) as saved:
-            info = json.loads(str(saved['info']))
-            state = {}
-            for name in saved.files:
-                if name.startswith('opt.'):
-                    _, key, *index = name.split('.')
-                    if index:
-                        state.setdefault(key, {})[int(index[0])] = saved[name]
-                    else:
-                        state[key] = saved[name][()]
+        try:
+            with np.load(self.file(CHECKPOINT)) as saved:
+                info = json.loads(str(saved['info']))
+                state = {}
+                for name in saved.files:
+                    if name.startswith('opt.'):
+                        _, key, *index = name.split('.')
+                        if index:
+                            state.setdefault(key, {})[int(index[0])] = saved[name]
+                        else:
+                            state[key] = saved[name][()]
+                info['iteration'], info['best_iteration']       # noqa: B018 - both must be there
+        except DAMAGE as e:
+            raise DamagedFile(self.file(CHECKPOINT), e, 'the last parameters and the optimizer state are lost: '
+                              'train --force starts the run over; render and eval use params.npz') from None
         state = {k: [v[i] for i in sorted(v)] if isinstance(v, dict) else v for k, v in state.items()}
         return info, state
+
+    def summary_records(self):
+        """The per-iteration records of losses.json, [] when it is missing or unreadable."""
+        try:
+            found = read_json(self.file(SUMMARY), ['iterations'], 'a summary')
+        except RunError:
+            return []
+        return found['iterations'] if found and isinstance(found['iterations'], list) else []
 
     def parameters_file(self, which):
         """The file holding the 'best' or 'last' parameters."""

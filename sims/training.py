@@ -114,14 +114,25 @@ def _begin(sim, optimizer, run, resume, command):
     sim.load_parameters(run.file(runs.CHECKPOINT))
     optimizer.load_state(state)
     _restore_rngs(sim, info)
-    records = run.metrics()[:info['iteration']]
-    if len(records) != info['iteration']:
-        raise runs.RunError(f'{run.file(runs.METRICS)} has {len(records)} iterations, the checkpoint '
-                            f'{info["iteration"]}: it cannot be resumed')
+    records = _records(run, info['iteration'])
     run.keep_metrics(records)
     best.update(loss=math.inf if info['best_loss'] is None else info['best_loss'],
                 iteration=info['best_iteration'])
     return records, best
+
+
+def _records(run, done):
+    """The first `done` records: metrics.jsonl's, or where lines of it were lost, those of
+    losses.json (written at the end of each training command) that agree with it."""
+    records = run.metrics()[:done]
+    if len(records) == done:
+        return records
+    summary = run.summary_records()[:done]
+    if len(summary) == done and summary[:len(records)] == records:
+        return summary
+    raise runs.RunError(f'{run.file(runs.METRICS)} has {len(records)} iterations and the checkpoint '
+                        f'{done}, and {runs.SUMMARY} cannot fill the gap: this run cannot be resumed '
+                        f'(train --force starts it over; render and eval still work)')
 
 
 def _checkpoint_info(sim, done, best):

@@ -5,6 +5,7 @@ tests start processes of their own."""
 import json
 import os
 import runpy
+import shutil
 import signal
 import subprocess
 import sys
@@ -380,3 +381,53 @@ def test_render_into_a_folder_it_cannot_write_is_one_line(gravity_run, tmp_path,
         cli.main(Gravity, ['render', *QUICK, '--params', str(gravity_run / 'params.npz'), '--out', folder])
     err = capsys.readouterr().err
     assert stop.value.code == 1 and err.count('\n') == 1 and f'{folder} cannot be written' in err, err
+
+
+def _copy(run, tmp_path, name):
+    out = tmp_path / name
+    shutil.copytree(run, out)
+    return out
+
+
+def _fails_with(sim_class, argv, capsys, status=1):
+    """The one-line error of a command that fails on its run folder's files, and its output."""
+    with pytest.raises(SystemExit) as stop:
+        cli.main(sim_class, argv)
+    out, err = capsys.readouterr()
+    assert stop.value.code == status and err.count('\n') == 1 and 'Traceback' not in err, err
+    return out, err
+
+
+@pytest.mark.parametrize('damage', ['truncated', 'empty'])
+def test_a_damaged_checkpoint_is_named_and_what_is_whole_still_serves(gravity_run, tmp_path, capsys, damage):
+    out = _copy(gravity_run, tmp_path, 'run')
+    checkpoint = out / 'checkpoint.npz'
+    checkpoint.write_bytes(checkpoint.read_bytes()[:100] if damage == 'truncated' else b'')
+    printed, err = _fails_with(Gravity, ['eval', '--out', str(out)], capsys)
+    assert printed.startswith('best parameters (params.npz): loss') and f'{checkpoint} is damaged' in err
+    _, err = _fails_with(Gravity, ['train', '--resume', '--iters', '5', '--out', str(out)], capsys)
+    assert f'{checkpoint} is damaged' in err and 'train --force' in err
+    cli.main(Gravity, ['render', '--video', 'gif', '--quiet', '--out', str(out)])     # the best: whole
+    assert (out / 'gravity.gif').exists()
+
+
+def test_damaged_best_parameters_are_named_and_the_last_still_serve(gravity_run, tmp_path, capsys):
+    out = _copy(gravity_run, tmp_path, 'run')
+    (out / 'params.npz').write_bytes(b'')
+    _, err = _fails_with(Gravity, ['render', '--quiet', '--out', str(out)], capsys)
+    assert f'{out / "params.npz"} is damaged' in err and '--params last' in err
+    printed, _ = _fails_with(Gravity, ['eval', '--out', str(out)], capsys)
+    assert printed.startswith('last parameters (after 3 iterations): loss')
+
+
+def test_lost_lines_of_metrics_are_restored_from_the_summary_on_resume(gravity_run, tmp_path, capsys):
+    out = _copy(gravity_run, tmp_path, 'run')
+    metrics = out / 'metrics.jsonl'
+    whole = metrics.read_text()
+    metrics.write_text(whole.splitlines(keepends=True)[0])
+    cli.main(Gravity, ['train', '--resume', '--iters', '4', '--quiet', '--out', str(out)])
+    assert metrics.read_text().startswith(whole) and len(_losses(out)) == 4
+    metrics.write_text(whole.splitlines(keepends=True)[0])
+    (out / 'losses.json').unlink()
+    err = _fails(Gravity, ['train', '--resume', '--iters', '5', '--out', str(out)], capsys)
+    assert f'{metrics} has 1 iterations and the checkpoint 4' in err and 'train --force' in err
