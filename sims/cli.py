@@ -22,7 +22,7 @@ import sys
 import tempfile
 import zipfile
 
-from . import runs, sweep
+from . import module_of, runs, sweep
 from .base import flag
 from .progress import BarProgress, LogProgress, QuietProgress, compile_counts, compile_report, compiling
 from .render import FramesError, checked_frames, plot_comparison, write_video
@@ -116,9 +116,9 @@ def _add_run_flags(sub, sim_class, command):
 
 
 def parser_for(sim_class):
-    parser = _Parser(prog=f'python -m sims.{sim_class.name}', description=inspect.cleandoc(sim_class.__doc__ or ''),
+    parser = _Parser(prog=f'python -m {module_of(sim_class)}', description=inspect.cleandoc(sim_class.__doc__ or ''),
                      formatter_class=argparse.RawDescriptionHelpFormatter,
-                     epilog=f'python -m sims.{sim_class.name} COMMAND --help lists the flags of a command')
+                     epilog=f'python -m {module_of(sim_class)} COMMAND --help lists the flags of a command')
     commands = parser.add_subparsers(dest='command', required=True, metavar='{train,render,eval,compare,sweep}')
     for command, help_text in (('train', 'train by gradient descent into a run folder'),
                                ('render', 'write a video of a rollout with the trained parameters'),
@@ -172,7 +172,7 @@ def main(sim_class, argv=None):
     parser = parser_for(sim_class)
     argv = sys.argv[1:] if argv is None else argv
     args = parser.parse_args(argv)
-    args.typed = runs.command_line(['python', '-m', f'sims.{sim_class.name}', *argv])   # for config.json
+    args.typed = runs.command_line(['python', '-m', module_of(sim_class), *argv])   # for config.json
     try:
         status = COMMANDS[args.command](sim_class, args)
     except runs.DamagedFile as e:      # a file of the run (exit status 1, as for other damaged files)
@@ -225,7 +225,7 @@ def _train(sim_class, args):
     if len(records) < sim.cfg.iters:
         sys.stderr.write(f'stopped after {len(records)} of {sim.cfg.iters} iterations' + _resume_hint(sim_class, args))
         return EXIT_STOPPED
-    say(f'next: python -m sims.{sim_class.name} render --out {shlex.quote(args.out)}')
+    say(f'next: python -m {module_of(sim_class)} render --out {shlex.quote(args.out)}')
     return 0
 
 
@@ -246,7 +246,7 @@ def _resume_hint(sim_class, args):
     if info is None:
         return '\n'
     return (f'; the checkpoint after {info["iteration"]} iterations is in {args.out}; to continue: '
-            f'python -m sims.{sim_class.name} train --resume --out {shlex.quote(args.out)}\n')
+            f'python -m {module_of(sim_class)} train --resume --out {shlex.quote(args.out)}\n')
 
 
 def _render(sim_class, args):
@@ -345,7 +345,7 @@ def _sweep(sim_class, args):
     failed = [r for r in rows if r['status'] == sweep.FAILED]
     if unfinished:
         sys.stderr.write(f'{len(unfinished)} of {len(rows)} trials are not finished; to continue: '
-                         f'python -m sims.{sim_class.name} sweep --resume --out {shlex.quote(args.out)}\n')
+                         f'python -m {module_of(sim_class)} sweep --resume --out {shlex.quote(args.out)}\n')
         return EXIT_STOPPED
     if failed:
         sys.stderr.write(f'{len(failed)} of {len(rows)} trials failed ({failed[0]["trial"]}: {failed[0]["error"]}); '
@@ -368,7 +368,7 @@ def _read_run(sim_class, run, required):
         raise UsageError(f'{run.path} is a file, not a run folder')
     saved = run.read_config()
     if saved is None and required:
-        raise UsageError(f'{run.path} holds no run (train one first: python -m sims.{sim_class.name} train '
+        raise UsageError(f'{run.path} holds no run (train one first: python -m {module_of(sim_class)} train '
                          f'--out {shlex.quote(run.path)})')
     if saved is not None and saved['simulator'] != sim_class.name:
         raise UsageError(f'{run.path} holds a {saved["simulator"]} run, not {sim_class.name}: '

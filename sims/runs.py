@@ -195,7 +195,7 @@ class RunFolder:
                             state.setdefault(key, {})[int(index[0])] = saved[name]
                         else:
                             state[key] = saved[name][()]
-                info['iteration'], info['best_iteration']       # noqa: B018 - both must be there
+                info['iteration']       # noqa: B018 - a checkpoint's info has it
         except DAMAGE as e:
             raise DamagedFile(self.file(CHECKPOINT), e, 'the last parameters and the optimizer state are lost: '
                               'train --force starts the run over; render and eval use params.npz') from None

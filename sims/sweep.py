@@ -35,7 +35,7 @@ import threading
 import time
 import uuid
 
-from . import load, runs
+from . import load, module_of, reference, runs
 from .base import flag
 from .render import _axes, _save
 from .sweep_trial import DONE, FAILED, INTERRUPTED, MARKER, STOPPED, Asha, pack, run_trial, unpack
@@ -203,8 +203,8 @@ def _fresh_state(sim_class, folder, options, trials):
         raise SweepError(f'{folder.file(TRIALS)} holds {strangers[0]}, which is not a trial of a sweep: --force '
                          f'would delete it; move it, or --out DIR sweeps elsewhere')
     scheduler = options['scheduler'] or 'fifo'
-    return dict(simulator=sim_class.name, quick=bool(options['quick']), grid=options['grid'],
-                seeds=options['seeds'], iters=options['iters'], retries=options['retries'],
+    return dict(simulator=sim_class.name, module=module_of(sim_class), quick=bool(options['quick']),
+                grid=options['grid'], seeds=options['seeds'], iters=options['iters'], retries=options['retries'],
                 scheduler=_scheduler_state(sim_class, options, trials) if scheduler == 'asha' else dict(name='fifo'),
                 sweep_id=uuid.uuid4().hex, **runs.engine_version(), commands=[],
                 trials=[_new_trial(t) for t in trials])
@@ -218,7 +218,7 @@ def _scheduler_state(sim_class, options, trials):
 def _resumed_state(sim_class, folder, options):
     state = folder.read()
     if state is None:
-        raise SweepError(f'{folder.path} holds no sweep to resume (run one: python -m sims.{sim_class.name} '
+        raise SweepError(f'{folder.path} holds no sweep to resume (run one: python -m {module_of(sim_class)} '
                          f'sweep --out {shlex.quote(folder.path)} ...)')
     if state['simulator'] != sim_class.name:
         raise SweepError(f'{folder.path} holds a {state["simulator"]} sweep: use python -m sims.{state["simulator"]}')
@@ -379,7 +379,8 @@ def _spec(state, trial, folder, executor):
     path = folder.trial(trial)
     command = _train_command(state, trial, executor.threads, path)
     shipped = pack(path) if executor.ships and runs.RunFolder(path).has(runs.CHECKPOINT) else None
-    return dict(name=trial['name'], simulator=state['simulator'], quick=state['quick'], config=trial['config'],
+    return dict(name=trial['name'], simulator=state['simulator'], load=executor.reference,
+                quick=state['quick'], config=trial['config'],
                 threads=executor.threads, folder=path, sweep_dir=os.path.abspath(folder.path),
                 sweep_id=state['sweep_id'], files=shipped,
                 command=f'{command}  # trial {trial["name"]} of the sweep in {os.path.abspath(folder.path)}')
@@ -387,7 +388,8 @@ def _spec(state, trial, folder, executor):
 
 def _train_command(state, trial, threads, path):
     """The `train` command line that trains this trial alone."""
-    words = ['python', '-m', f'sims.{state["simulator"]}', 'train'] + ['--quick'] * bool(state['quick'])
+    module = state.get('module', f'sims.{state["simulator"]}')        # sweeps written before it had none
+    words = ['python', '-m', module, 'train'] + ['--quick'] * bool(state['quick'])
     for key, value in trial['config'].items():
         if isinstance(value, bool):
             words.append(flag(key) if value else '--no-' + flag(key)[2:])
@@ -427,6 +429,7 @@ def _line(state, trial, result, again):
 class InProcess:
     """The trials one after the other in this process."""
     in_process, ships, workers, where = True, False, 1, 'in this process'
+    reference = None        # the trials get the class itself
 
     def __init__(self, sim_class, threads, scheduler):
         self.sim_class, self.threads, self.spec = sim_class, threads, None
@@ -498,14 +501,15 @@ def _executor(sim_class, state, workers, threads, address, say=print):
                              f'(--workers 1 runs the trials in this process)')
         check_room(1, threads, cpus, 'this machine')
         return InProcess(sim_class, threads or cpus, state['scheduler'])
+    ref = reference(sim_class)
     try:
-        known = load(sim_class.name) is sim_class
-    except (ImportError, LookupError):
+        known = load(ref) is sim_class
+    except (ImportError, LookupError, AttributeError):
         known = False
     if not known:
-        raise SweepError(f'workers load the simulator by name, and sims.{sim_class.name} is not this one: '
-                         f'--workers 1 runs the trials in this process')
-    return pool(sim_class.name, workers, threads, address, state['scheduler'])
+        raise SweepError(f'workers import the simulator as {ref}, which gives another class or none (a class '
+                         f'of a script run directly?): --workers 1 runs the trials in this process')
+    return pool(ref, workers, threads, address, state['scheduler'])
 
 
 # --- results ------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ Where: the Ray instance this process is connected to already, the cluster at --a
 (`ray start --head` on one machine, `ray start --address=HEAD:6379` on the others; then
 `--address auto` on any of them), else a local instance started for the sweep.
 """
+import importlib.util
 import logging
 import os
 import socket
@@ -25,8 +26,6 @@ import time
 import ray
 import ray.exceptions
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-
-import sims
 
 from . import load
 from .sweep import SweepError, check_room
@@ -71,20 +70,31 @@ class Scheduler:
         return self.asha.state()
 
 
-def worker_env():
+def worker_env(simulator='sims'):
     """What the workers inherit from this process: the ENGINE_* settings (the cache
-    directory among them) and this checkout of sims/ ahead of an installed one."""
-    root = os.path.dirname(os.path.dirname(os.path.abspath(sims.__file__)))
+    directory among them), this checkout of sims/ ahead of an installed one, and the folder
+    of the package that defines the simulator (a user's own, outside sims/)."""
+    roots = [_root_of('sims'), _root_of(simulator.split(':')[0].split('.')[0])]
     env = {k: v for k, v in os.environ.items() if k.startswith('ENGINE_')}
-    env['PYTHONPATH'] = os.pathsep.join([root] + [p for p in [os.environ.get('PYTHONPATH')] if p])
+    paths = list(dict.fromkeys([r for r in roots if r] + [p for p in [os.environ.get('PYTHONPATH')] if p]))
+    env['PYTHONPATH'] = os.pathsep.join(paths)
     return env
+
+
+def _root_of(top):
+    """The folder that holds the top-level module or package `top` (None: not a file)."""
+    spec = importlib.util.find_spec(top)
+    if spec is None or not spec.origin or not os.path.isfile(spec.origin):
+        return None
+    here = os.path.dirname(os.path.abspath(spec.origin))
+    return os.path.dirname(here) if spec.submodule_search_locations else here
 
 
 class Pool:
     in_process, ships = False, True
 
     def __init__(self, simulator, workers, threads, address, scheduler):
-        self.simulator, self.started = simulator, False
+        self.simulator, self.reference, self.started = simulator, simulator, False
         if not ray.is_initialized() and not address:
             check_room(workers, threads, os.cpu_count() or 1, 'this machine')      # before Ray starts
         if not ray.is_initialized():
@@ -111,7 +121,7 @@ class Pool:
         here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
         self.inbox = Inbox.options(scheduling_strategy=here).remote()
         self.actors, self.places, self.tasks = [None] * self.workers, [None] * self.workers, {}
-        self.options = dict(num_cpus=self.threads, runtime_env=dict(env_vars=worker_env()))
+        self.options = dict(num_cpus=self.threads, runtime_env=dict(env_vars=worker_env(simulator)))
 
     def room(self):
         return len(self.tasks) < self.workers

@@ -55,7 +55,7 @@ def run_trial(spec, report=None, sim_class=None, send=None):
     folder = spec['folder'] if local else _unpack(spec)
     before = compile_counts()
     try:
-        result.update(_train(spec, folder, report, sim_class or load(spec['simulator']), None if local else send))
+        result.update(_train(spec, folder, report, sim_class or load(spec.get('load') or spec['simulator']), None if local else send))
     except Exception as e:      # noqa: BLE001 - any error is the trial's, reported with it
         result.update(status=FAILED, error=describe(e), traceback=traceback.format_exc(limit=-8))
     finally:

@@ -49,6 +49,7 @@ def test_the_guides_example_trains_renders_evaluates_and_sweeps(guide_package):
     tmp = guide_package
     done = _run(tmp, 'train', '--quick', '--fp', 'f64', '--iters', '2', '--out', 'run')
     assert done.returncode == 0, done.stderr
+    assert 'next: python -m projectile render' in done.stdout         # the module the user ran
     done = _run(tmp, 'render', '--video', 'gif', '--out', 'run')
     assert done.returncode == 0, done.stderr
     assert (tmp / 'run' / 'projectile.gif').stat().st_size > 0 and '(11 frames)' in done.stdout
@@ -75,3 +76,12 @@ def test_render_of_a_simulator_without_frames_is_one_line(tmp_path):
     done = _run(tmp_path, 'render', '--initial', '--quick', '--out', 'run')
     assert done.returncode == 1, done.stderr
     assert done.stderr.strip().count('\n') == 0 and 'gave no frames' in done.stderr, done.stderr
+
+
+def test_a_package_of_the_users_own_sweeps_on_ray_workers(guide_package):
+    """Ray's workers import the simulator from its module, with its folder on their path."""
+    pytest.importorskip('ray')
+    done = _run(guide_package, 'sweep', '--quick', '--lr', '0.25,0.5', '--seeds', '0:1', '--iters', '1',
+                '--workers', '2', '--threads-per-trial', '1', '--out', 'ray_sweep')
+    assert done.returncode == 0 and '2 done' in done.stdout, done.stdout + done.stderr
+    assert _run(guide_package, 'train', '--help').stdout.startswith('usage: python -m projectile train')
