@@ -29,6 +29,7 @@ from .render import FramesError, checked_frames, plot_comparison, write_video
 from .training import train
 
 EXIT_USAGE, EXIT_STOPPED = 2, 130
+MIN_BAR_COLUMNS = 40        # narrower, a progress bar's line does not fit: per-iteration lines
 # Keys that may differ from a run's configuration: they do not change what was trained.
 FREE_KEYS = dict(train={'iters'}, render={'frames'}, eval=set())
 
@@ -475,7 +476,14 @@ def _frames(sim, args):
 
 # --- output -----------------------------------------------------------------------------
 def _on_terminal():
-    return sys.stdout.isatty() and sys.stderr.isatty()
+    """A terminal that can show a bar: one that reports no width (`script`, some CI logs)
+    gets lines, as a pipe does."""
+    if not (sys.stdout.isatty() and sys.stderr.isatty()):
+        return False
+    try:
+        return os.get_terminal_size(sys.stderr.fileno()).columns >= MIN_BAR_COLUMNS
+    except (OSError, ValueError):
+        return False
 
 
 def _progress(args):

@@ -431,3 +431,14 @@ def test_lost_lines_of_metrics_are_restored_from_the_summary_on_resume(gravity_r
     (out / 'losses.json').unlink()
     err = _fails(Gravity, ['train', '--resume', '--iters', '5', '--out', str(out)], capsys)
     assert f'{metrics} has 1 iterations and the checkpoint 4' in err and 'train --force' in err
+
+
+@pytest.mark.parametrize('columns, bar', [(0, False), (20, False), (120, True)])
+def test_a_terminal_that_reports_no_width_gets_lines_not_a_bar(monkeypatch, columns, bar):
+    """Under `script` (and some CI logs) the terminal is 0 columns wide: a bar shows nothing."""
+    monkeypatch.setattr(cli.sys.stdout, 'isatty', lambda: True, raising=False)
+    monkeypatch.setattr(cli.sys.stderr, 'isatty', lambda: True, raising=False)
+    monkeypatch.setattr(cli.sys.stderr, 'fileno', lambda: 2, raising=False)
+    monkeypatch.setattr(cli.os, 'get_terminal_size', lambda fd=None: os.terminal_size((columns, 24)))
+    args = cli.parser_for(Gravity).parse_args(['train'])
+    assert isinstance(cli._progress(args), cli.BarProgress) == bar
