@@ -103,7 +103,7 @@ class Pool:
             kwargs = dict(address=address) if address else local
             try:
                 _check_listening(address)
-                ray.init(include_dashboard=False, logging_level=logging.WARNING, **kwargs)
+                ray.init(include_dashboard=False, logging_level=logging.ERROR, **kwargs)   # its notices: its session logs
             except (ConnectionError, RuntimeError, ValueError) as e:
                 where = f' at {address}' if address else ''
                 raise SweepError(f'cannot start or reach Ray{where}: {e}'.splitlines()[0]) from None
