@@ -309,6 +309,8 @@ def _run(state, folder, executor, say):
     say(f'sweep: {_count(total, "trial")} of {state["simulator"]} ({_shape(state)}), {executor.where}; '
         f'{executor.workers} worker{"s" * (executor.workers > 1)} x {executor.threads} '
         f'thread{"s" * (executor.threads > 1)} per trial; into {folder.path}')
+    if getattr(executor, 'note', None):
+        say(f'note: {executor.note}')
     todo = collections.deque(t for t in state['trials'] if not _finished(t, folder))
     if len(todo) < total:
         say(f'resuming: {total - len(todo)} trials are finished already, {len(todo)} to run')

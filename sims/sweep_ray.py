@@ -70,6 +70,27 @@ class Scheduler:
         return self.asha.state()
 
 
+WORKER_BYTES = 1 << 30          # a worker's memory: the engine, LLVM, a simulator's fields, with room
+
+
+def available_memory():
+    """Bytes of memory available now (Linux's MemAvailable), or None where unknown."""
+    try:
+        with open('/proc/meminfo') as f:
+            for line in f:
+                if line.startswith('MemAvailable:'):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def workers_in_memory():
+    """How many workers the available memory holds (at least 1), or None where unknown."""
+    free = available_memory()
+    return None if free is None else max(1, int(free * 0.8) // WORKER_BYTES)
+
+
 def worker_env(simulator='sims'):
     """What the workers inherit from this process: the ENGINE_* settings (the cache
     directory among them), this checkout of sims/ ahead of an installed one, and the folder
@@ -111,6 +132,12 @@ class Pool:
         cpus = int(ray.cluster_resources().get('CPU', 0))
         self.threads = threads or (max(1, cpus // workers) if workers else 1)
         self.workers = workers or max(1, cpus // self.threads)
+        self.note = None
+        fit = None if workers or address else workers_in_memory()
+        if fit is not None and fit < self.workers:       # Ray's memory monitor would kill the others
+            self.note = (f'{fit} worker{"s" * (fit > 1)}, not {self.workers}: {available_memory() / 2**30:.1f} GB '
+                         f'of memory is available and a worker takes about {WORKER_BYTES / 2**30:.1f} GB')
+            self.workers = fit
         try:
             check_room(self.workers, self.threads, cpus, 'the Ray cluster' if address else 'this machine')
         except SweepError:

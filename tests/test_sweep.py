@@ -549,3 +549,18 @@ def test_sigterm_stops_a_sweep_on_ray_as_ctrl_c_does(tmp_path):
     # the workers were gone before the table was written; their attempts count
     assert [r['iterations'] for r in rows] == [len(_losses(out / r['folder'])) for r in rows]
     assert [(r['attempts'], r['seconds'] > 0) for r in rows] == [(1, True)] * 2
+
+
+def test_ray_workers_are_sized_from_the_memory_available(tmp_path):
+    """With memory for one worker of two CPUs' worth, one worker runs, and the sweep says why
+    (Ray's memory monitor killed workers started beyond it)."""
+    optional('ray')
+    script = RAY_SWEEP.replace('from sims import cli\n', 'from sims import cli, sweep_ray\n'
+                               'sweep_ray.available_memory = lambda: int(1.5 * 2**30)\n')
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, os.environ.get('PYTHONPATH', '')]))
+    argv = ['sweep', *GRAVITY, '--lr', '2,4', '--seeds', '0', '--out', str(tmp_path / 's')]
+    done = subprocess.run([sys.executable, '-c', script.replace('MassSpring', 'Gravity').replace(
+        'sims.mass_spring', 'sims.gravity'), *argv], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert 'note: 1 worker, not 2: 1.5 GB of memory is available' in done.stdout, done.stdout
+    assert [r['status'] for r in json.loads((tmp_path / 's' / 'results.json').read_text())] == ['done'] * 2
