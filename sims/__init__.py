@@ -1,7 +1,10 @@
 """The simulators: one package each, trained with `python -m sims.<name> train`."""
 import importlib
 import importlib.util
+import os
 import pkgutil
+import shlex
+import sys
 
 from .base import Simulation
 
@@ -48,3 +51,16 @@ def module_of(sim_class):
 def reference(sim_class):
     """'module:Class': how another process (a Ray worker) imports this simulator."""
     return f'{sim_class.__module__}:{sim_class.__qualname__}'
+
+
+def command_words(sim_class):
+    """The command that runs this simulator's command line: `python -m <its package>`, or
+    `python <script>` for a class defined in the script that was run."""
+    script = getattr(sys.modules.get('__main__'), '__file__', None)
+    if sim_class.__module__ == '__main__' and script:
+        return ['python', os.path.relpath(script) if not os.path.relpath(script).startswith('..') else script]
+    return ['python', '-m', module_of(sim_class)]
+
+
+def command_of(sim_class):
+    return shlex.join(command_words(sim_class))

@@ -22,7 +22,7 @@ import sys
 import tempfile
 import zipfile
 
-from . import module_of, runs, sweep
+from . import command_of, command_words, runs, sweep
 from .base import flag
 from .progress import BarProgress, LogProgress, QuietProgress, compile_counts, compile_report, compiling
 from .render import FramesError, checked_frames, plot_comparison, write_video
@@ -117,9 +117,9 @@ def _add_run_flags(sub, sim_class, command):
 
 
 def parser_for(sim_class):
-    parser = _Parser(prog=f'python -m {module_of(sim_class)}', description=inspect.cleandoc(sim_class.__doc__ or ''),
+    parser = _Parser(prog=f'{command_of(sim_class)}', description=inspect.cleandoc(sim_class.__doc__ or ''),
                      formatter_class=argparse.RawDescriptionHelpFormatter,
-                     epilog=f'python -m {module_of(sim_class)} COMMAND --help lists the flags of a command')
+                     epilog=f'{command_of(sim_class)} COMMAND --help lists the flags of a command')
     commands = parser.add_subparsers(dest='command', required=True, metavar='{train,render,eval,compare,sweep}')
     for command, help_text in (('train', 'train by gradient descent into a run folder'),
                                ('render', 'write a video of a rollout with the trained parameters'),
@@ -173,9 +173,12 @@ def main(sim_class, argv=None):
     parser = parser_for(sim_class)
     argv = sys.argv[1:] if argv is None else argv
     args = parser.parse_args(argv)
-    args.typed = runs.command_line(['python', '-m', module_of(sim_class), *argv])   # for config.json
+    args.typed = runs.command_line([*command_words(sim_class), *argv])   # for config.json
     try:
         status = COMMANDS[args.command](sim_class, args)
+    except BrokenPipeError:            # `eval | head -1`: the reader has what it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())     # no second error at exit
+        sys.exit(0)
     except runs.DamagedFile as e:      # a file of the run (exit status 1, as for other damaged files)
         parser.exit(1, f'{parser.prog} {args.command}: error: {e}\n')
     except (UsageError, runs.RunError) as e:
@@ -226,7 +229,7 @@ def _train(sim_class, args):
     if len(records) < sim.cfg.iters:
         sys.stderr.write(f'stopped after {len(records)} of {sim.cfg.iters} iterations' + _resume_hint(sim_class, args))
         return EXIT_STOPPED
-    say(f'next: python -m {module_of(sim_class)} render --out {shlex.quote(args.out)}')
+    say(f'next: {command_of(sim_class)} render --out {shlex.quote(args.out)}')
     return 0
 
 
@@ -247,7 +250,7 @@ def _resume_hint(sim_class, args):
     if info is None:
         return '\n'
     return (f'; the checkpoint after {info["iteration"]} iterations is in {args.out}; to continue: '
-            f'python -m {module_of(sim_class)} train --resume --out {shlex.quote(args.out)}\n')
+            f'{command_of(sim_class)} train --resume --out {shlex.quote(args.out)}\n')
 
 
 def _render(sim_class, args):
@@ -261,7 +264,7 @@ def _render(sim_class, args):
     sim, _ = _from_run(sim_class, args, run, required=False)
     say = _printer(args)
     if params:
-        _load(sim, params)
+        _load(sim, params, own=args.params in (None, 'best', 'last'))
         say(f'rendering with {_describe(args.params)} parameters from {params}')
     else:
         say('rendering the initial parameters')
@@ -270,7 +273,8 @@ def _render(sim_class, args):
     before = compile_counts()
     say(compiling('the rollout'))
     frames = checked_frames(_frames(sim, args), sim_class.__name__)
-    path, count, why = write_video(frames, os.path.join(args.out, sim_class.name), kind=args.video)
+    stem = sim_class.name + ('_initial' if args.initial else '')      # never over the trained video
+    path, count, why = write_video(frames, os.path.join(args.out, stem), kind=args.video)
     say(compile_report(before))
     if why:
         say(f'no MP4 ({why}): wrote a GIF instead')
@@ -295,7 +299,7 @@ def _eval(sim_class, args):
     except runs.DamagedFile as damaged:            # the best parameters may still be whole
         if not run.has(runs.BEST):
             raise
-        _load(sim, run.file(runs.BEST))
+        _load(sim, run.file(runs.BEST), own=True)
         print(f'best parameters (params.npz): loss {sim.evaluate():+.6e}')
         raise damaged
     if info is None:
@@ -306,7 +310,7 @@ def _eval(sim_class, args):
     damaged = []
     for which, detail in (('best', best), ('last', last)):
         try:
-            _load(sim, run.parameters_file(which))
+            _load(sim, run.parameters_file(which), own=True)
         except runs.DamagedFile as e:        # the other one may still be whole
             damaged.append(e)
             continue
@@ -346,7 +350,7 @@ def _sweep(sim_class, args):
     failed = [r for r in rows if r['status'] == sweep.FAILED]
     if unfinished:
         sys.stderr.write(f'{len(unfinished)} of {len(rows)} trials are not finished; to continue: '
-                         f'python -m {module_of(sim_class)} sweep --resume --out {shlex.quote(args.out)}\n')
+                         f'{command_of(sim_class)} sweep --resume --out {shlex.quote(args.out)}\n')
         return EXIT_STOPPED
     if failed:
         sys.stderr.write(f'{len(failed)} of {len(rows)} trials failed ({failed[0]["trial"]}: {failed[0]["error"]}); '
@@ -368,8 +372,11 @@ def _read_run(sim_class, run, required):
     if os.path.exists(run.path) and not os.path.isdir(run.path):
         raise UsageError(f'{run.path} is a file, not a run folder')
     saved = run.read_config()
+    if saved is None and (run.has(runs.CHECKPOINT) or run.has(runs.METRICS)):
+        raise runs.DamagedFile(run.file(runs.CONFIG), FileNotFoundError('it is missing'),
+                               'the run\'s other files cannot be read without it: train --force starts it over')
     if saved is None and required:
-        raise UsageError(f'{run.path} holds no run (train one first: python -m {module_of(sim_class)} train '
+        raise UsageError(f'{run.path} holds no run (train one first: {command_of(sim_class)} train '
                          f'--out {shlex.quote(run.path)})')
     if saved is not None and saved['simulator'] != sim_class.name:
         raise UsageError(f'{run.path} holds a {saved["simulator"]} run, not {sim_class.name}: '
@@ -441,7 +448,7 @@ def _parameters_file(run, which, saved):
             return None
         raise UsageError(f'{run.path} holds no run: --params {which} has nothing to render')
     path = run.parameters_file(which or 'best')
-    if not os.path.isfile(path):
+    if not os.path.lexists(path):
         raise UsageError(f'{run.path} has no trained parameters yet ({os.path.basename(path)})')
     return path
 
@@ -450,11 +457,13 @@ def _describe(which):
     return {None: 'the best', 'best': 'the best', 'last': 'the last'}.get(which, 'the')
 
 
-def _load(sim, path):
+def _load(sim, path, own):
+    """The parameters of `path`: the run's own file (`own`: arrays that do not fit the run's
+    configuration mean damage) or a file given with --params (a configuration mismatch)."""
     try:
         sim.load_parameters(path)
     except ValueError as e:
-        if 'trained with another configuration' in str(e):
+        if 'trained with another configuration' in str(e) and not own:
             raise UsageError(str(e)) from None
         raise runs.DamagedFile(path, e, _OTHER_PARAMETERS.get(os.path.basename(path), 'train again')) from None
     except runs.DAMAGE as e:
@@ -476,14 +485,15 @@ def _frames(sim, args):
 
 # --- output -----------------------------------------------------------------------------
 def _on_terminal():
-    """A terminal that can show a bar: one that reports no width (`script`, some CI logs)
-    gets lines, as a pipe does."""
+    """A terminal that can show a bar: one that reports no width or no rows (`script`, some
+    CI logs) gets lines, as a pipe does."""
     if not (sys.stdout.isatty() and sys.stderr.isatty()):
         return False
     try:
-        return os.get_terminal_size(sys.stderr.fileno()).columns >= MIN_BAR_COLUMNS
+        size = os.get_terminal_size(sys.stderr.fileno())
     except (OSError, ValueError):
         return False
+    return size.columns >= MIN_BAR_COLUMNS and size.lines > 0
 
 
 def _progress(args):

@@ -42,7 +42,8 @@ class DamagedFile(RunError):
 
     def __init__(self, path, error, advice):
         text = str(error).strip().splitlines()
-        why = f'{type(error).__name__}: {text[0]}' if text else type(error).__name__
+        first = text[0].split('. ')[0] if text else ''       # numpy's advice to unpickle: not ours to give
+        why = f'{type(error).__name__}: {first}' if first else type(error).__name__
         super().__init__(f'{path} is damaged ({why}); {advice}')
         self.path = path
 
@@ -102,12 +103,26 @@ class RunFolder:
         return os.path.join(self.path, name)
 
     def has(self, name):
-        return os.path.isfile(self.file(name))
+        """Whether the folder holds `name`: a file, or anything in its place (a directory, a
+        broken link), which reading it then reports as damaged."""
+        return os.path.lexists(self.file(name))
 
     # --- configuration ------------------------------------------------------------------
     def read_config(self):
-        """config.json, or None; an unreadable one is a RunError."""
-        return read_json(self.file(CONFIG), ('simulator', 'config'), 'a run configuration')
+        """config.json, or None where there is none; an unreadable one is DamagedFile."""
+        path = self.file(CONFIG)
+        if not os.path.lexists(path):
+            return None
+        try:
+            with open(path) as f:
+                found = json.load(f)
+            if not isinstance(found, dict) or not isinstance(found.get('config'), dict) or \
+                    not isinstance(found.get('simulator'), str):
+                raise ValueError('not a run configuration: no simulator or config in it')
+        except (OSError, ValueError) as e:
+            raise DamagedFile(path, e, 'the run cannot be read without it: train --force starts it over '
+                              '(render --params FILE still renders a parameters file)') from None
+        return found
 
     def simulator(self):
         """The simulator of the run in this folder, or None (a losses.json of the command
@@ -152,16 +167,18 @@ class RunFolder:
             f.write(json.dumps(record) + '\n')
 
     def metrics(self):
-        """The records of metrics.jsonl, up to a line torn by a kill."""
+        """The records of metrics.jsonl, up to a line torn by a kill or otherwise unreadable
+        (resuming restores what is missing from losses.json, or refuses)."""
         records = []
-        if not self.has(METRICS):
-            return records
-        with open(self.file(METRICS)) as f:
-            for line in f:
-                try:
-                    records.append(json.loads(line))
-                except ValueError:
-                    break
+        try:
+            with open(self.file(METRICS), errors='replace') as f:
+                for k, line in enumerate(f):
+                    record = _record(line, k)
+                    if record is None:
+                        break
+                    records.append(record)
+        except OSError:                 # none, or a directory in its place: no records
+            pass
         return records
 
     def keep_metrics(self, records):
@@ -208,11 +225,26 @@ class RunFolder:
             found = read_json(self.file(SUMMARY), ['iterations'], 'a summary')
         except RunError:
             return []
-        return found['iterations'] if found and isinstance(found['iterations'], list) else []
+        records = []
+        for k, record in enumerate(found['iterations'] if found and isinstance(found['iterations'], list) else []):
+            if _record(json.dumps(record), k) is None:
+                break
+            records.append(record)
+        return records
 
     def parameters_file(self, which):
         """The file holding the 'best' or 'last' parameters."""
         return self.file(BEST if which == 'best' else CHECKPOINT)
+
+
+def _record(line, k):
+    """Line k of metrics.jsonl as a record ({iteration k, loss, ...}), or None."""
+    try:
+        record = json.loads(line)
+    except ValueError:
+        return None
+    ok = isinstance(record, dict) and record.get('iteration') == k and isinstance(record.get('loss'), (int, float))
+    return record if ok else None
 
 
 def _now():

@@ -35,7 +35,7 @@ import threading
 import time
 import uuid
 
-from . import load, module_of, reference, runs
+from . import command_of, command_words, load, reference, runs
 from .base import flag
 from .render import _axes, _save
 from .sweep_trial import DONE, FAILED, INTERRUPTED, MARKER, STOPPED, Asha, pack, run_trial, unpack
@@ -203,7 +203,7 @@ def _fresh_state(sim_class, folder, options, trials):
         raise SweepError(f'{folder.file(TRIALS)} holds {strangers[0]}, which is not a trial of a sweep: --force '
                          f'would delete it; move it, or --out DIR sweeps elsewhere')
     scheduler = options['scheduler'] or 'fifo'
-    return dict(simulator=sim_class.name, module=module_of(sim_class), quick=bool(options['quick']),
+    return dict(simulator=sim_class.name, command=command_words(sim_class), quick=bool(options['quick']),
                 grid=options['grid'], seeds=options['seeds'], iters=options['iters'], retries=options['retries'],
                 scheduler=_scheduler_state(sim_class, options, trials) if scheduler == 'asha' else dict(name='fifo'),
                 sweep_id=uuid.uuid4().hex, **runs.engine_version(), commands=[],
@@ -218,7 +218,7 @@ def _scheduler_state(sim_class, options, trials):
 def _resumed_state(sim_class, folder, options):
     state = folder.read()
     if state is None:
-        raise SweepError(f'{folder.path} holds no sweep to resume (run one: python -m {module_of(sim_class)} '
+        raise SweepError(f'{folder.path} holds no sweep to resume (run one: {command_of(sim_class)} '
                          f'sweep --out {shlex.quote(folder.path)} ...)')
     if state['simulator'] != sim_class.name:
         raise SweepError(f'{folder.path} holds a {state["simulator"]} sweep: use python -m sims.{state["simulator"]}')
@@ -390,8 +390,8 @@ def _spec(state, trial, folder, executor):
 
 def _train_command(state, trial, threads, path):
     """The `train` command line that trains this trial alone."""
-    module = state.get('module', f'sims.{state["simulator"]}')        # sweeps written before it had none
-    words = ['python', '-m', module, 'train'] + ['--quick'] * bool(state['quick'])
+    words = state.get('command', ['python', '-m', f'sims.{state["simulator"]}'])     # older sweeps: sims.<name>
+    words = list(words) + ['train'] + ['--quick'] * bool(state['quick'])
     for key, value in trial['config'].items():
         if isinstance(value, bool):
             words.append(flag(key) if value else '--no-' + flag(key)[2:])
@@ -420,6 +420,7 @@ def _line(state, trial, result, again):
     losses = result['losses']
     kernels = result['kernels']
     finite = [loss for loss in losses if math.isfinite(loss)]
+    finite += [result['best']] if result.get('best') is not None else []       # the last parameters, weighed
     best = f', best {min(finite):+.6e}' if finite else ''
     detail = f', final loss {losses[-1]:+.6e}{best}, {len(losses)} iterations' if losses else ''
     resumed = f', resumed after {result["resumed_from"]}' if result['resumed_from'] else ''
@@ -504,6 +505,9 @@ def _executor(sim_class, state, workers, threads, address, say=print):
         check_room(1, threads, cpus, 'this machine')
         return InProcess(sim_class, threads or cpus, state['scheduler'])
     ref = reference(sim_class)
+    if sim_class.__module__ == '__main__':
+        raise SweepError(f'workers import the simulator from its module, and {sim_class.__name__} is defined in '
+                         f'the script that was run: put it in a package, or --workers 1 runs the trials here')
     try:
         known = load(ref) is sim_class
     except (ImportError, LookupError, AttributeError):
@@ -520,9 +524,10 @@ def write_results(state, folder):
     keys = list(state['grid']) + ['seed']
     rows, curves = [], {}
     for trial in state['trials']:
-        losses = [r['loss'] for r in runs.RunFolder(folder.trial(trial)).metrics()]
+        run = runs.RunFolder(folder.trial(trial))
+        losses = [r['loss'] for r in run.metrics()]
         curves[trial['name']] = losses
-        rows.append(_row(trial, keys, losses))
+        rows.append(_row(trial, keys, losses, _kept_best(run)))
     text = json.dumps(rows, indent=1, allow_nan=False)
     runs.atomic_write(folder.file(ROWS), lambda f: f.write(text.encode()))
     runs.atomic_write(folder.file(TABLE), lambda f: _write_csv(f, rows))
@@ -530,10 +535,25 @@ def write_results(state, folder):
     return rows
 
 
-def _row(trial, keys, losses):
-    """A trial's line of the table; a loss that is not a number (diverged) is null (JSON has no NaN)."""
+def _kept_best(run):
+    """(loss, iteration) of the parameters a trial keeps as its best (training weighs the
+    last ones at the end too: they may beat every recorded iteration), or None."""
+    try:
+        info = run.load_checkpoint()[0]
+    except runs.RunError:
+        return None
+    if not info or info.get('best_loss') is None or not math.isfinite(info['best_loss']):
+        return None
+    return info['best_loss'], info.get('best_iteration')
+
+
+def _row(trial, keys, losses, kept=None):
+    """A trial's line of the table; a loss that is not a number (diverged) is null (JSON has no NaN).
+    `kept`: the (loss, iteration) of the trial's best parameters, where lower than the records'."""
     finite = [(loss, i) for i, loss in enumerate(losses) if math.isfinite(loss)]
     best = min(finite) if finite else (None, None)
+    if kept is not None and (best[0] is None or kept[0] < best[0]):
+        best = kept
     kernels = trial['kernels'] or {}
     return dict(trial=trial['name'], status=trial['status'], **{k: trial['config'].get(k) for k in keys},
                 final_loss=losses[-1] if losses and math.isfinite(losses[-1]) else None,

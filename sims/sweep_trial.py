@@ -83,7 +83,13 @@ def _train(spec, folder, report, sim_class, send):
         status = DONE if len(records) >= sim.cfg.iters else INTERRUPTED      # Ctrl-C or SIGTERM
     except StoppedEarly:
         records, status = run.metrics(), STOPPED
+    try:
+        kept = run.load_checkpoint()[0] or {}
+    except runs.RunError:
+        kept = {}
+    best = kept.get('best_loss')
     return dict(status=status, losses=[r['loss'] for r in records],
+                best=best if best is not None and math.isfinite(best) else None,
                 resumed_from=checkpoint['iteration'] if checkpoint else 0)
 
 

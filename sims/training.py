@@ -130,9 +130,9 @@ def _records(run, done):
     summary = run.summary_records()[:done]
     if len(summary) == done and summary[:len(records)] == records:
         return summary
-    raise runs.RunError(f'{run.file(runs.METRICS)} has {len(records)} iterations and the checkpoint '
-                        f'{done}, and {runs.SUMMARY} cannot fill the gap: this run cannot be resumed '
-                        f'(train --force starts it over; render and eval still work)')
+    raise runs.DamagedFile(run.file(runs.METRICS), ValueError(f'{len(records)} of the checkpoint\'s {done} '
+                           f'iterations are readable, and {runs.SUMMARY} cannot fill the gap'),
+                           'this run cannot be resumed: train --force starts it over; render and eval still work')
 
 
 def _checkpoint_info(sim, done, best):

@@ -4,6 +4,7 @@ videos. Runs use --quick configurations, few iterations and one thread; only the
 tests start processes of their own."""
 import json
 import os
+import pathlib
 import runpy
 import shutil
 import signal
@@ -398,11 +399,22 @@ def _fails_with(sim_class, argv, capsys, status=1):
     return out, err
 
 
-@pytest.mark.parametrize('damage', ['truncated', 'empty'])
+@pytest.mark.parametrize('damage', ['truncated', 'empty', 'directory', 'other arrays'])
 def test_a_damaged_checkpoint_is_named_and_what_is_whole_still_serves(gravity_run, tmp_path, capsys, damage):
     out = _copy(gravity_run, tmp_path, 'run')
     checkpoint = out / 'checkpoint.npz'
-    checkpoint.write_bytes(checkpoint.read_bytes()[:100] if damage == 'truncated' else b'')
+    if damage == 'directory':
+        checkpoint.unlink()
+        checkpoint.mkdir()
+    elif damage == 'other arrays':          # the run's own file: damage, not another configuration
+        with np.load(checkpoint) as saved:
+            np.savez(checkpoint, np.zeros(7), info=saved['info'])
+    else:
+        checkpoint.write_bytes(checkpoint.read_bytes()[:100] if damage == 'truncated' else b'')
+    if damage == 'other arrays':
+        printed, err = _fails_with(Gravity, ['eval', '--out', str(out)], capsys)
+        assert printed.startswith('best parameters (the last ones') and f'{checkpoint} is damaged' in err
+        return
     printed, err = _fails_with(Gravity, ['eval', '--out', str(out)], capsys)
     assert printed.startswith('best parameters (params.npz): loss') and f'{checkpoint} is damaged' in err
     _, err = _fails_with(Gravity, ['train', '--resume', '--iters', '5', '--out', str(out)], capsys)
@@ -429,8 +441,15 @@ def test_lost_lines_of_metrics_are_restored_from_the_summary_on_resume(gravity_r
     assert metrics.read_text().startswith(whole) and len(_losses(out)) == 4
     metrics.write_text(whole.splitlines(keepends=True)[0])
     (out / 'losses.json').unlink()
-    err = _fails(Gravity, ['train', '--resume', '--iters', '5', '--out', str(out)], capsys)
-    assert f'{metrics} has 1 iterations and the checkpoint 4' in err and 'train --force' in err
+    _, err = _fails_with(Gravity, ['train', '--resume', '--iters', '5', '--out', str(out)], capsys)
+    assert f'{metrics} is damaged' in err and "1 of the checkpoint's 4 iterations" in err and 'train --force' in err
+    out = _copy(gravity_run, tmp_path, 'garbage')          # (the failed resume holds the lock of `run`)
+    (out / 'metrics.jsonl').write_bytes(b'[1]\n"x"\n{"iteration": "a"}\n\x00\xff garbage\n')   # no records
+    (out / 'losses.json').write_text('{"iterations": 7}')
+    _, err = _fails_with(Gravity, ['train', '--resume', '--iters', '5', '--out', str(out)], capsys)
+    assert "0 of the checkpoint's 3 iterations" in err
+    err = _fails(Gravity, ['compare', str(out), str(gravity_run), '--output', str(tmp_path / 'c.png')], capsys)
+    assert 'has no iterations yet' in err
 
 
 @pytest.mark.parametrize('columns, bar', [(0, False), (20, False), (120, True)])
@@ -442,3 +461,47 @@ def test_a_terminal_that_reports_no_width_gets_lines_not_a_bar(monkeypatch, colu
     monkeypatch.setattr(cli.os, 'get_terminal_size', lambda fd=None: os.terminal_size((columns, 24)))
     args = cli.parser_for(Gravity).parse_args(['train'])
     assert isinstance(cli._progress(args), cli.BarProgress) == bar
+
+
+def test_a_run_without_its_config_json_says_so(gravity_run, tmp_path, capsys):
+    out = _copy(gravity_run, tmp_path, 'run')
+    (out / 'config.json').unlink()
+    for command in (['eval'], ['render'], ['train', '--resume']):
+        _, err = _fails_with(Gravity, [*command, '--out', str(out)], capsys)
+        assert f'{out / "config.json"} is damaged (FileNotFoundError: it is missing)' in err, err
+    (out / 'config.json').write_text('[1, 2]')
+    _, err = _fails_with(Gravity, ['eval', '--out', str(out)], capsys)
+    assert f'{out / "config.json"} is damaged' in err and 'train --force' in err
+
+
+def test_render_of_the_initial_parameters_keeps_the_trained_video(gravity_run, tmp_path):
+    out = _copy(gravity_run, tmp_path, 'run')
+    cli.main(Gravity, ['render', '--video', 'gif', '--quiet', '--out', str(out)])
+    trained = (out / 'gravity.gif').read_bytes()
+    cli.main(Gravity, ['render', '--initial', '--video', 'gif', '--quiet', '--out', str(out)])
+    assert (out / 'gravity.gif').read_bytes() == trained and (out / 'gravity_initial.gif').exists()
+
+
+PLAIN_SCRIPT = """
+import sys
+sys.path.insert(0, {root!r})
+from sims.cli import main
+from sims.gravity import Gravity
+
+class Mine(Gravity):
+    \"\"\"Gravity, defined in a script.\"\"\"
+    name = 'mine'
+
+main(Mine)
+"""
+
+
+def test_a_simulator_of_a_script_names_the_script_and_sweeps_only_here(tmp_path):
+    script = tmp_path / 'plainsim.py'
+    script.write_text(PLAIN_SCRIPT.format(root=str(pathlib.Path(__file__).parent.parent)))
+    run = lambda *argv: subprocess.run([sys.executable, str(script), *argv], cwd=tmp_path, capture_output=True,  # noqa: E731
+                                       text=True, timeout=300)
+    assert run('train', '--help').stdout.startswith('usage: python plainsim.py train')
+    done = run('sweep', '--quick', '--iters', '1', '--seeds', '0:2', '--workers', '2', '--out', 's')
+    assert done.returncode == 2 and done.stderr.count('\n') == 1 and 'defined in the script' in done.stderr, \
+        done.stderr

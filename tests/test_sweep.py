@@ -564,3 +564,12 @@ def test_ray_workers_are_sized_from_the_memory_available(tmp_path):
     assert done.returncode == 0, done.stderr
     assert 'note: 1 worker, not 2: 1.5 GB of memory is available' in done.stdout, done.stdout
     assert [r['status'] for r in json.loads((tmp_path / 's' / 'results.json').read_text())] == ['done'] * 2
+
+
+def test_the_table_gives_each_trials_best_parameters(gravity_sweep):
+    """Training weighs the parameters after the last update too: the table's best loss is the
+    one the trial keeps (and eval gives), not only the best recorded iteration's."""
+    out, _ = gravity_sweep
+    for row in json.loads((out / 'results.json').read_text()):
+        info = runs.RunFolder(str(out / row['folder'])).load_checkpoint()[0]
+        assert (row['best_loss'], row['best_iteration']) == (info['best_loss'], info['best_iteration'])
