@@ -181,8 +181,6 @@ class BufferStore:
         return typed, b.load(flags), b.load(listed), length
 
 
-
-
 def commit_helper(km, dtype, combine):
     """`commit_<dtype>_<combine>(field base, buffer entry)`: the entry's listed elements
     combined into the field, its flags cleared, its list emptied. Not inlined."""

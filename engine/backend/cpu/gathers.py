@@ -6,7 +6,7 @@ value read from another field) is a gather. When most of a loop's loads are gath
 vectorizer still widens it on this CPU family: every gather becomes lane-by-lane scalar
 loads and inserts, the widened body runs out of registers and spills, and the loop runs
 25-40% slower than the plain scalar one (stable_fluid's Jacobi sweep and its
-semi-Lagrangian advection, MPM's grid-to-particle gather: docs/performance.md). Those
+semi-Lagrangian advection: docs/performance.md). Those
 loops get `llvm.loop.vectorize.width 1` on their back edge: no widening, unrolling
 (interleaving) still allowed. The metadata changes how the loop is scheduled, never what
 an iteration computes.
