@@ -74,6 +74,10 @@ def flag(key):
     return '--' + key.replace('_', '-')
 
 
+class ParametersMismatch(ValueError):
+    """A parameters file whose arrays do not fit this simulator's configuration."""
+
+
 class Simulation:
     name = 'simulation'
     summary = ''        # one line for `python -m sims`
@@ -203,11 +207,11 @@ class Simulation:
             arrays = [saved[f'arr_{i}'] for i in range(sum(k.startswith('arr_') for k in saved.files))]
         params = self.parameters()
         if len(arrays) != len(params):
-            raise ValueError(f'{path} holds {len(arrays)} arrays, {self.name} has {len(params)} parameters '
+            raise ParametersMismatch(f'{path} holds {len(arrays)} arrays, {self.name} has {len(params)} parameters '
                              f'(trained with another configuration?)')
         for i, (p, a) in enumerate(zip(params, arrays)):
             if a.shape != p.data.shape:
-                raise ValueError(f'{path}: parameter {i} has shape {a.shape}, {self.name} has {p.data.shape} '
+                raise ParametersMismatch(f'{path}: parameter {i} has shape {a.shape}, {self.name} has {p.data.shape} '
                                  f'(trained with another configuration?)')
         for p, a in zip(params, arrays):
             p.from_numpy(a.astype(p.data.dtype))

@@ -23,7 +23,7 @@ import tempfile
 import zipfile
 
 from . import command_of, command_words, runs, sweep
-from .base import flag
+from .base import ParametersMismatch, flag
 from .progress import BarProgress, LogProgress, QuietProgress, compile_counts, compile_report, compiling
 from .render import FramesError, checked_frames, plot_comparison, write_video
 from .training import train
@@ -462,8 +462,8 @@ def _load(sim, path, own):
     configuration mean damage) or a file given with --params (a configuration mismatch)."""
     try:
         sim.load_parameters(path)
-    except ValueError as e:
-        if 'trained with another configuration' in str(e) and not own:
+    except ParametersMismatch as e:
+        if not own:
             raise UsageError(str(e)) from None
         raise runs.DamagedFile(path, e, _OTHER_PARAMETERS.get(os.path.basename(path), 'train again')) from None
     except runs.DAMAGE as e:

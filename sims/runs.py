@@ -227,7 +227,7 @@ class RunFolder:
             return []
         records = []
         for k, record in enumerate(found['iterations'] if found and isinstance(found['iterations'], list) else []):
-            if _record(json.dumps(record), k) is None:
+            if not _is_record(record, k):
                 break
             records.append(record)
         return records
@@ -243,8 +243,11 @@ def _record(line, k):
         record = json.loads(line)
     except ValueError:
         return None
-    ok = isinstance(record, dict) and record.get('iteration') == k and isinstance(record.get('loss'), (int, float))
-    return record if ok else None
+    return record if _is_record(record, k) else None
+
+
+def _is_record(record, k):
+    return isinstance(record, dict) and record.get('iteration') == k and isinstance(record.get('loss'), (int, float))
 
 
 def _now():
